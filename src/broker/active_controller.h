@@ -97,13 +97,17 @@ class active_controller {
   /// The active controller's answer to a heartbeat (fencing, unfencing, controlled shutdown):
   /// not_controller when this node is not it, stale_broker_epoch from broker_heartbeats.
   protocol::broker_heartbeat_response_data controller_heartbeat(const protocol::broker_heartbeat_request_data& request);
-  /// Before this node proposes `payload` (a metadata entry, local or forwarded in an envelope):
-  /// every RegisterBrokerRecord in it is checked by broker_heartbeats::check_registration
+  /// Before this node proposes `payload` (a metadata entry, local or forwarded in an envelope by
+  /// a peer): it must decode (invalid_request otherwise), a TopicRecord's name must be a legal
+  /// topic name (validate_topic_name: invalid_topic_exception), a RemoveTopicRecord must not
+  /// remove an internal ("__") topic (invalid_request), and every RegisterBrokerRecord passes
+  /// refuse_duplicate_registration.
+  [[nodiscard]] result<void> check_proposed_entry(std::span<const std::byte> payload);
+  /// Every RegisterBrokerRecord of `records` is checked by broker_heartbeats::check_registration
   /// (Kafka's ClusterControlManager.registerBroker). Errors: duplicate_broker_registration naming
   /// the broker id and the live incarnation; the live one is probed then (a kill -9'd process is
-  /// fenced at once, so its restart is let in on its next try). An entry that does not decode is
-  /// left to the quorum's own checks.
-  [[nodiscard]] result<void> refuse_duplicate_registration(std::span<const std::byte> payload);
+  /// fenced at once, so its restart is let in on its next try).
+  [[nodiscard]] result<void> refuse_duplicate_registration(const std::vector<protocol::metadata_record>& records);
 
   // replication_control.cc
   /// One partition's AlterPartition (KIP-497), from a peer or this node's own leader; the answer

@@ -119,7 +119,7 @@ void metadata_writer::write_entry(std::vector<std::byte> payload, std::function<
   RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
   const int32_t leader = quorum_->leader_id();
   if (leader == config_.node_id) {
-    if (auto refused = controller_.refuse_duplicate_registration(payload); !refused.ok()) return done(refused.error());
+    if (auto refused = controller_.check_proposed_entry(payload); !refused.ok()) return done(refused.error());
     std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t*>(payload.data()),
                                reinterpret_cast<const uint8_t*>(payload.data()) + payload.size());
     return quorum_->propose(std::move(bytes), [done = std::move(done)](controller::result<int64_t> r) {

@@ -143,11 +143,33 @@ void active_controller::fence_lapsed_brokers() {
   });
 }
 
-result<void> active_controller::refuse_duplicate_registration(std::span<const std::byte> payload) {
+result<void> active_controller::check_proposed_entry(std::span<const std::byte> payload) {
   RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
+  // A peer's envelope is written to the metadata log as it came: what it says is checked here
+  // first, as Kafka's controller checks each request (the breaker of session 34 committed
+  // garbage, a topic named "../escape" that every node made a directory for outside log.dirs,
+  // and the removal of __consumer_offsets, through the cluster listener).
   auto records = controller::decode_metadata_entry(payload);
-  if (!records.ok()) return base::ok_v;
+  if (!records.ok()) {
+    return error{errc::invalid_request, "a metadata entry that does not decode: " + records.error().message};
+  }
+  const auto image = metadata_.controller_view()->image;
   for (const auto& record : *records) {
+    if (const auto* topic = std::get_if<protocol::topic_record>(&record)) {
+      if (auto valid = validate_topic_name(topic->name); !valid.ok()) return valid.error();
+    }
+    if (const auto* removal = std::get_if<protocol::remove_topic_record>(&record)) {
+      const auto* removed = image->find_topic(removal->topic_id);
+      if (removed != nullptr && removed->name.starts_with("__")) {
+        return error{errc::invalid_request, "internal topic '" + removed->name + "' cannot be deleted"};
+      }
+    }
+  }
+  return refuse_duplicate_registration(*records);
+}
+
+result<void> active_controller::refuse_duplicate_registration(const std::vector<protocol::metadata_record>& records) {
+  for (const auto& record : records) {
     const auto* registration = std::get_if<protocol::register_broker_record>(&record);
     if (registration == nullptr) continue;
     auto checked = broker_heartbeats_.check_registration(*metadata_.controller_view()->image, *registration,
