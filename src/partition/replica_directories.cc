@@ -258,7 +258,18 @@ result<void> partition_manager::open_replica(const std::string& topic, const con
     }
   }
   auto log = storage::partition_log::open(dir_.fs, dir, log_config, clock_);
-  if (!log.ok()) return from_storage(log.error());
+  if (!log.ok()) {
+    // A new replica's files are written, not read (its directory held nothing of this topic): a
+    // failure there is the disk's (ENOSPC, EIO), and the log directory failed, as for any other
+    // write (Kafka's LogDirFailureChannel). A replica opened from existing files may instead hold
+    // damage only it suffers: it stays offline, logged by the caller (the breaker of session 29).
+    // The breaker of session 34 filled the disk while creating topics: their replicas stayed
+    // offline on a broker that kept serving, and their creators heard "already exists".
+    if (fresh && dir_.failures && log.error().code == storage::errc::kafka_storage_error) {
+      dir_.failures->report("replica creation", log.error());
+    }
+    return from_storage(log.error());
+  }
   log.value()->report_failures_to(dir_.failures);
   log.value()->charge_segments_to(dir_.segment_budget);
   if (dir_.log) {

@@ -164,3 +164,42 @@ def test_a_full_log_dir_halts_the_node_and_its_partitions_move(disk_cluster, sma
     wait_until(lambda: all(isr_of(n1, TOPIC, p) == [1, 2, 3] for p in range(PARTITIONS)), 60.0,
                "node 3 back in every ISR")
     assert halt_line_count(n3) == 1
+
+
+TOPICS_MAX = 300        # far more 4-partition topics than the space left holds; the node must stop first
+
+
+def test_a_new_replica_that_cannot_be_written_halts_the_node(ringlog_bin, tmp_path, small_disk):
+    """The breaker of session 34: with log.dirs full, topics created one after another opened
+    their replicas with ENOSPC writing checkpoint files; the node logged "cannot open its replica
+    ... it stays offline here" and went on serving (their creators heard "already exists"), and
+    halted only later, when a metadata log write failed. A new replica's files are written, not
+    read, so their failure is the disk's: the node halts at the first one (exit 74, one line)."""
+    from conftest import Broker
+    b = Broker(small_disk / "data", extra_sets=["num.shards=1"])
+    b.log_path = tmp_path / "node.log"   # beside, not on, the full disk
+    fill(small_disk, 3 * 1024 * 1024)
+    b.start()
+    try:
+        cluster = b.v3()
+        for i in range(TOPICS_MAX):
+            if b.proc.poll() is not None:
+                break
+            try:
+                requests.post(f"{cluster}/topics", json={"topic_name": f"full-{i}", "partitions_count": 4,
+                                                            "configs": [{"name": "segment.bytes", "value": "1048576"}]},
+                              timeout=30)
+            except requests.RequestException:
+                pass
+        code = b.proc.wait(timeout=HALT_DEADLINE_S)
+        text = b.log_path.read_text(errors="replace")
+        assert code == EXIT_CODE_LOG_DIR_FAILURE, text[-3000:]
+        assert "cannot open its replica" not in text, [line for line in text.splitlines() if "cannot open" in line][:3]
+        lines = [line for line in text.splitlines() if "log directory failed" in line]
+        assert len(lines) == 1 and "No space left on device" in lines[0], lines
+    finally:
+        if b.proc is not None and b.proc.poll() is None:
+            b.proc.kill()
+        b.proc.wait()
+        b.log.close()
+        b.proc = None
