@@ -263,8 +263,13 @@ broker::kafka_listener_endpoint kafka_advertised(const config::server_config& cf
 std::string advertised_http_host(const config::server_config& cfg) {
   if (!cfg.advertised_http_host.empty()) return cfg.advertised_http_host;
   if (cfg.listener_host != "0.0.0.0" && cfg.listener_host != "::") return cfg.listener_host;
+  // The advice names the scheme the listener serves: an https listener is advertised as
+  // https://HOST:PORT (http:// there is refused at start; a new user of session 34 followed it).
+  const bool https_only = std::none_of(cfg.listeners.begin(), cfg.listeners.end(),
+                                       [](const config::listener_record& l) { return l.name == "HTTP"; });
   spdlog::warn("msg=\"http listener binds a wildcard address; peers and the REST v3 brokers answer are told "
-               "127.0.0.1: set advertised.listeners=http://HOST:PORT for other machines\"");
+               "127.0.0.1: set advertised.listeners={}://HOST:PORT for other machines\"",
+               https_only ? "https" : "http");
   return "127.0.0.1";
 }
 

@@ -99,3 +99,25 @@ def test_group_calls_pass_on_over_tls_and_base_uri_keeps_https(https_cluster):
     assert r.status_code == 200, r.text
     assert not r.json().get("unanswered_brokers"), r.text
     assert {g["consumer_group_id"] for g in r.json()["data"]} >= {f"hg{g}" for g in range(8)}, r.text
+
+
+def test_a_wildcard_https_listener_is_told_to_advertise_https(ringlog_bin, tmp_path):
+    """An https:// listener bound to 0.0.0.0 warns that peers are told 127.0.0.1, and its advice
+    names https://HOST:PORT: advertised.listeners=http://... for an https listener is refused at
+    start (session 34's new user followed the advice as written and the node would not start)."""
+    certs = Material(tmp_path / "certs")
+    port, cluster_port = free_port(), free_port()
+    log_path = tmp_path / "node.log"
+    args = [str(ringlog_bin), "serve", "--set", "node.id=1", "--set", f"controller.quorum.voters=1@127.0.0.1:{cluster_port}",
+            "--set", f"listeners=https://0.0.0.0:{port},cluster://127.0.0.1:{cluster_port}",
+            "--set", f"ssl.keystore.location={certs.broker_pem}", "--set", f"ssl.truststore.location={certs.ca_file}",
+            "--set", f"log.dirs={tmp_path / 'data'}"]
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            warning = wait_until(lambda: next((line for line in log_path.read_text().splitlines()
+                                               if "binds a wildcard address" in line), None), 30.0, "the wildcard warning")
+            assert "advertised.listeners=https://HOST:PORT" in warning, warning
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
