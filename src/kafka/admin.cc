@@ -90,6 +90,15 @@ std::optional<std::string> controller_mutation_refused(const request_context& ct
          ctx.client_id + "': retry in " + std::to_string(ms) + " ms (KIP-599)";
 }
 
+/// The names of the configs given with a null value, comma-separated in request order ("" = none).
+std::string null_config_names(const std::vector<protocol::create_topics_request_data::creatable_topic_config>& configs) {
+  std::string names;
+  for (const auto& c : configs) {
+    if (!c.value) names += (names.empty() ? "" : ",") + c.name;
+  }
+  return names;
+}
+
 }  // namespace
 
 /// A broker's Kafka address, as Metadata, DescribeCluster and FindCoordinator name it.
@@ -251,6 +260,17 @@ void handle_create_topics(const request_context& ctx, protocol::create_topics_re
       slot.error_code = error_code::invalid_replica_assignment;
       slot.error_message = "manual replica assignments are not supported: the controller places replicas (move them "
                             "afterwards with AlterPartitionReassignments)";
+      g->complete_one();
+      continue;
+    }
+    if (auto nulls = null_config_names(t.configs); !nulls.empty()) {
+      // Kafka's ReplicationControlManager: INVALID_CONFIG naming every config given without a
+      // value (a null was taken as "the default" here, silently; the breaker of session 34).
+      slot.error_code = error_code::invalid_config;
+      slot.error_message = "Null value not supported for topic configs: " + nulls;
+      slot.num_partitions = -1;
+      slot.replication_factor = -1;
+      slot.configs = std::nullopt;
       g->complete_one();
       continue;
     }

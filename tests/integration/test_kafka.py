@@ -768,3 +768,22 @@ def test_committed_offsets_resume_after_restart_nothing_lost_or_skipped(ringlog_
     finally:
         if b.proc is not None:
             b.stop()
+
+
+def test_create_topics_refuses_a_config_without_a_value_naming_it(kbroker, topic_name):
+    """CreateTopics with a null config value: Kafka's ReplicationControlManager answers
+    INVALID_CONFIG (40) "Null value not supported for topic configs: NAMES"; ringlog took the null as
+    the default and created the topic (the breaker of session 34)."""
+    name = "nullcfg-" + topic_name
+    configs = struct.pack(">i", 2) + kw.string("segment.bytes") + kw.string(None) + kw.string("retention.ms") + \
+        kw.string(None)
+    body = struct.pack(">i", 1) + kw.string(name) + struct.pack(">ihi", 1, 1, 0) + configs + struct.pack(">ib", 10000, 0)
+    with kw.connect(kbroker.bootstrap) as s:
+        _, answer = kw.exchange(s, 19, 2, 1, body)   # CreateTopics v2
+    r = kw.Reader(answer)
+    r.take(">i")                                     # throttle_time_ms
+    assert r.take(">i") == 1
+    assert r.string() == name
+    assert r.take(">h") == 40, "INVALID_CONFIG"
+    assert r.string() == "Null value not supported for topic configs: segment.bytes,retention.ms"
+    assert requests.get(f"{kbroker.url}/topics/{name}", timeout=10).status_code == 404, "the topic was created"
