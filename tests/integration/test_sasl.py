@@ -708,3 +708,19 @@ def test_a_sasl_broker_with_open_http_says_so_at_start(sasl_broker):
     """Session 32's new user: the SASL example left REST (users and ACLs included) open to anyone
     reaching http://, without a word. The start-up log says so now."""
     assert "HTTP listener asks no credentials" in sasl_broker.log_path.read_text()
+
+
+def test_a_frame_over_the_pre_login_bound_names_sasl_server_max_receive_size(sasl_broker):
+    """Before a SASL login a frame is bounded by 512 KiB (Kafka's sasl.server.max.receive.size);
+    the close line named socket.request.max.bytes instead, whose bound it was not (the breaker of
+    session 34)."""
+    host, port = sasl_broker.bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(struct.pack(">i", 1024 * 1024))
+        s.settimeout(10)
+        try:
+            assert s.recv(1) == b""
+        except ConnectionResetError:
+            pass
+    wait_until(lambda: "frame size 1048576 outside 1..524288 (sasl.server.max.receive.size" in
+               sasl_broker.log_path.read_text(), 10, "the close line naming sasl.server.max.receive.size")
