@@ -151,8 +151,12 @@ void node::handle(const message& m) {
       handle_fetch_request(m, std::get<fetch_request>(m.body));
     } else if (std::holds_alternative<fetch_snapshot_request>(m.body)) {
       handle_fetch_snapshot_request(m, std::get<fetch_snapshot_request>(m.body));
-    } else if (std::holds_alternative<vote_request>(m.body)) {
-      send(m.from, m.correlation_id, vote_response{errc::inconsistent_voter_set, quorum_.leader_id, quorum_.epoch, false});
+    } else if (const auto* vote = std::get_if<vote_request>(&m.body)) {
+      // The cluster id first, as KafkaRaftClient checks it before anything else: a node of
+      // another cluster hears why (the breaker of session 34 heard "not a voter").
+      const errc code =
+          vote->cluster_id != cfg_.cluster_id ? errc::inconsistent_cluster_id : errc::inconsistent_voter_set;
+      send(m.from, m.correlation_id, vote_response{code, quorum_.leader_id, quorum_.epoch, false});
     }
     return;
   }

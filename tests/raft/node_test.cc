@@ -454,6 +454,23 @@ TEST_CASE("observer: never stands and refuses votes, however long it hears nothi
   CHECK(obs.n->quorum().voted_id == no_node);
 }
 
+TEST_CASE("a vote request from a non-voter of another cluster.id is refused with inconsistent_cluster_id") {
+  // KafkaRaftClient checks the cluster id before the voter set; a non-voter of this cluster is
+  // refused with inconsistent_voter_set.
+  harness voter(1);
+  auto stranger = vote(7, 9, 5, 100);
+  stranger.cluster_id = "another";
+  voter.handle(msg(7, 1, stranger));
+  auto r = voter.take<vote_response>();
+  REQUIRE(r.size() == 1);
+  CHECK_FALSE(std::get<vote_response>(r[0].body).vote_granted);
+  CHECK(std::get<vote_response>(r[0].body).error_code == errc::inconsistent_cluster_id);
+  voter.handle(msg(7, 1, vote(7, 9, 5, 100)));
+  r = voter.take<vote_response>();
+  REQUIRE(r.size() == 1);
+  CHECK(std::get<vote_response>(r[0].body).error_code == errc::inconsistent_voter_set);
+}
+
 TEST_CASE("observer: a fetch timeout or a refusal by its leader sends it back to finding the leader") {
   harness obs(4, with_log({}, {leader_epoch{2}, node_id{1}, no_node}));  // restarted knowing leader 1
   CHECK(obs.n->role() == role::follower);
