@@ -586,21 +586,20 @@ classic_effects group_coordinator::classic_tick(int64_t now_ms) {
     if (!g.classic) continue;
     classic_state& c = *g.classic;
     std::erase_if(c.pending_members, [&](const auto& kv) { return now_ms >= kv.second; });
+    // A member with a JoinGroup or SyncGroup outstanding is waiting on the coordinator, not gone.
+    auto session_expired = [now_ms](const auto& m) {
+      return !m.awaiting_join && !m.awaiting_sync && now_ms >= m.last_heartbeat_ms + m.meta.session_timeout_ms;
+    };
     std::vector<std::string> expired;
     for (const auto& [id, m] : c.members) {
-      // A member with a JoinGroup or SyncGroup outstanding is waiting on the coordinator, not gone.
-      if (m.awaiting_join || m.awaiting_sync) continue;
-      if (now_ms >= m.last_heartbeat_ms + m.meta.session_timeout_ms) expired.push_back(id);
+      if (session_expired(m)) expired.push_back(id);
     }
     for (const auto& id : expired) {
       // Removing one member may complete a join whose rebalance deadline has passed, and that
       // drops every member that did not rejoin, expired ones included: each is looked up again
       // (a breaker's three JoinGroups of session 34 removed one twice and hit the assertion).
       auto it = c.members.find(id);
-      if (it == c.members.end() || it->second.awaiting_join || it->second.awaiting_sync ||
-          now_ms < it->second.last_heartbeat_ms + it->second.meta.session_timeout_ms) {
-        continue;
-      }
+      if (it == c.members.end() || !session_expired(it->second)) continue;
       classic_remove_member(g, id,
                             err(errc::unknown_member_id, "member " + quoted(id) + " of group " + quoted(gid) +
                                                              ": session expired (no heartbeat within session.timeout.ms)"),
