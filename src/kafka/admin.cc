@@ -90,6 +90,17 @@ std::optional<std::string> controller_mutation_refused(const request_context& ct
          ctx.client_id + "': retry in " + std::to_string(ms) + " ms (KIP-599)";
 }
 
+/// A topic CreateTopics refuses with `code` and `message`: its partitions, replication factor and
+/// configs are left unknown (-1, null), as Kafka answers a topic it did not create.
+void refuse_topic(protocol::create_topics_response_data::creatable_topic_result& slot, int16_t code,
+                  std::string message) {
+  slot.error_code = code;
+  slot.error_message = std::move(message);
+  slot.num_partitions = -1;
+  slot.replication_factor = -1;
+  slot.configs = std::nullopt;
+}
+
 /// The names of the configs given with a null value, comma-separated in request order ("" = none).
 std::string null_config_names(const std::vector<protocol::create_topics_request_data::creatable_topic_config>& configs) {
   std::string names;
@@ -248,11 +259,8 @@ void handle_create_topics(const request_context& ctx, protocol::create_topics_re
     result_t& slot = g->slot(i);
     slot.name = t.name;
     if (!may_create_any && !ctx.authorized(security::resource_type::topic, t.name, security::acl_operation::create)) {
-      slot.error_code = error_code::topic_authorization_failed;
-      slot.error_message = "CREATE on the cluster or the topic is not allowed for " + ctx.principal.to_string();
-      slot.num_partitions = -1;
-      slot.replication_factor = -1;
-      slot.configs = std::nullopt;
+      refuse_topic(slot, error_code::topic_authorization_failed,
+                   "CREATE on the cluster or the topic is not allowed for " + ctx.principal.to_string());
       g->complete_one();
       continue;
     }
@@ -266,22 +274,14 @@ void handle_create_topics(const request_context& ctx, protocol::create_topics_re
     if (auto nulls = null_config_names(t.configs); !nulls.empty()) {
       // Kafka's ReplicationControlManager: INVALID_CONFIG naming every config given without a
       // value (a null was taken as "the default" here, silently; the breaker of session 34).
-      slot.error_code = error_code::invalid_config;
-      slot.error_message = "Null value not supported for topic configs: " + nulls;
-      slot.num_partitions = -1;
-      slot.replication_factor = -1;
-      slot.configs = std::nullopt;
+      refuse_topic(slot, error_code::invalid_config, "Null value not supported for topic configs: " + nulls);
       g->complete_one();
       continue;
     }
     const int32_t partitions = t.num_partitions != -1 ? t.num_partitions : b.config().num_partitions;
     if (auto refused = request.validate_only ? std::nullopt
                                              : controller_mutation_refused(ctx, partitions, strict_quota, *throttle)) {
-      slot.error_code = error_code::throttling_quota_exceeded;
-      slot.error_message = std::move(*refused);
-      slot.num_partitions = -1;
-      slot.replication_factor = -1;
-      slot.configs = std::nullopt;
+      refuse_topic(slot, error_code::throttling_quota_exceeded, std::move(*refused));
       g->complete_one();
       continue;
     }
@@ -297,11 +297,7 @@ void handle_create_topics(const request_context& ctx, protocol::create_topics_re
     b.admin().create_topic(std::move(create), [g, i](broker::result<broker::topic_description> created) {
       result_t& r = g->slot(i);
       if (!created.ok()) {
-        r.error_code = code_of(created.error());
-        r.error_message = created.error().message;
-        r.num_partitions = -1;
-        r.replication_factor = -1;
-        r.configs = std::nullopt;
+        refuse_topic(r, code_of(created.error()), created.error().message);
       } else {
         const auto& d = created.value();
         r.topic_id = parse_uuid(d.topic_id);
