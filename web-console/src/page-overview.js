@@ -146,7 +146,7 @@ export async function render(view, route, ctx) {
           const state = meta.brokerById.get(id)?.state ?? 'unfenced';
           return h('span', { class: `badge ${state === 'unfenced' ? 'good' : 'bad'}`, 'data-testid': `broker-state-${id}` }, state);
         } },
-        { title: 'address', cell: (id) => { const b = meta.brokerById.get(id); return b ? `${b.host}:${b.port}` : ''; } },
+        { title: 'address', cell: (id) => { const b = meta.brokerById.get(id); return b == null ? '' : b.host == null ? 'no HTTP listener' : `${b.host}:${b.port}`; } },
         { title: 'partition leaderships', num: true,
           cell: (id) => formatCount(meta.described.reduce((n, t) => n + t.partitions.filter((p) => p.leader === id).length, 0)) },
       ], meta.brokerIds, { testid: 'brokers-table' }));
