@@ -107,7 +107,8 @@ void print_usage(std::ostream& out) {
   out << "usage: ringlog serve [--config FILE] [--set KEY=VALUE]... [--io-backend=uring|posix|auto]\n"
          "                     [--add-scram 'SCRAM-SHA-512=[name=NAME,password=PASSWORD]']...\n\n"
          "Runs the broker: HTTP/REST and Kafka clients on listeners (default http://127.0.0.1:8082 and\n"
-         "kafka://127.0.0.1:9092), data in log.dirs.\n"
+         "kafka://127.0.0.1:9092), data in log.dirs. listeners without http:// or https:// (e.g.\n"
+         "listeners=kafka://127.0.0.1:9092) is a Kafka-only broker: no REST, WebSocket, console or /metrics.\n"
          "Settings come from the defaults, then --config (a Kafka-style .properties file), then each\n"
          "--set in order. Unknown keys and out-of-range values are refused at start.\n\n"
          "A three-node cluster on one machine (node N of 1, 2, 3; every node a voter and a broker):\n"
@@ -262,6 +263,7 @@ broker::kafka_listener_endpoint kafka_advertised(const config::server_config& cf
 /// a peer passing a group call there would call itself).
 std::string advertised_http_host(const config::server_config& cfg) {
   if (!cfg.advertised_http_host.empty()) return cfg.advertised_http_host;
+  if (cfg.listener_port < 0) return {};   // no HTTP listener: none is registered
   if (cfg.listener_host != "0.0.0.0" && cfg.listener_host != "::") return cfg.listener_host;
   // The advice names the scheme the listener serves: an https listener is advertised as
   // https://HOST:PORT (http:// there is refused at start; a new user of session 34 followed it).
@@ -913,13 +915,19 @@ void log_serving(const config::server_config& cfg, int http_port, const std::str
   }
   spdlog::info("msg=\"serving\" listeners={} cluster.id={} node.id={} controller={}", listeners, cfg.cluster_id,
                cfg.node_id, controller_id);
+  if (http_port < 0 && https.empty()) {
+    // Kafka-style: listeners without http:// or https:// (Kafka and Redpanda run without an HTTP proxy).
+    spdlog::info("msg=\"no http:// or https:// listener: the REST API, WebSocket, console and /metrics are off; "
+                 "Kafka clients and the cluster listener serve as usual, and peers serve this node's groups to "
+                 "Kafka clients only\"");
+  }
 }
 
 /// The http:// listener's options from the config: where it listens and its bounds.
 void set_http_listener(gateway::server_options& options, const config::server_config& cfg, const open_file_budget& budget,
                        const bound_listeners& bound) {
   options.host = cfg.listener_host;
-  options.port = static_cast<uint16_t>(cfg.listener_port);
+  options.port = static_cast<uint16_t>(std::max(cfg.listener_port, 0));   // -1: none (options.listen false)
   options.body_bytes_max = static_cast<uint64_t>(cfg.http_request_body_max_bytes);
   options.header_bytes_max = static_cast<uint32_t>(cfg.http_request_header_max_bytes);
   options.idle_timeout_ms = cfg.http_idle_timeout_ms;

@@ -62,13 +62,15 @@ std::vector<protocol::metadata_record> registration_records(const controller::me
   r.broker_id = node_id;
   r.incarnation_id = incarnation;
   r.broker_epoch = -1;   // the registration's offset (metadata_image.cc)
-  protocol::register_broker_record::broker_endpoint http;
-  // Named by its scheme: a peer reaches an https-only node over TLS (http_endpoint).
-  http.name = deps.advertised_http_tls ? "https" : "http";
-  http.security_protocol = deps.advertised_http_tls ? 1 : 0;   // Kafka's SecurityProtocol ids: SSL, PLAINTEXT
-  http.host = deps.advertised_host;
-  http.port = static_cast<uint16_t>(deps.advertised_port);
-  r.end_points.push_back(http);
+  if (deps.advertised_port >= 0) {   // none on a node without an HTTP listener (a Kafka-only broker)
+    protocol::register_broker_record::broker_endpoint http;
+    // Named by its scheme: a peer reaches an https-only node over TLS (http_endpoint).
+    http.name = deps.advertised_http_tls ? "https" : "http";
+    http.security_protocol = deps.advertised_http_tls ? 1 : 0;   // Kafka's SecurityProtocol ids: SSL, PLAINTEXT
+    http.host = deps.advertised_host;
+    http.port = static_cast<uint16_t>(deps.advertised_port);
+    r.end_points.push_back(http);
+  }
   for (const auto& listener : deps.advertised_kafka_listeners) {   // Kafka listeners by name (issue 29)
     r.end_points.emplace_back().name = listener.listener_name;
     r.end_points.back().host = listener.host;

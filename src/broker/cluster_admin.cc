@@ -43,9 +43,11 @@ std::vector<broker_description> admin_manager::list_brokers() const {
   if (out.empty() && config_.process_role_broker) {   // a dedicated controller is never a broker
     broker_description self;
     self.node_id = config_.node_id;
-    self.host = deps_.advertised_host;
-    self.port = deps_.advertised_port;
-    self.http_tls = deps_.advertised_http_tls;
+    if (deps_.advertised_port >= 0) {   // else no HTTP listener: host "" and port 0, as a peer's
+      self.host = deps_.advertised_host;
+      self.port = deps_.advertised_port;
+      self.http_tls = deps_.advertised_http_tls;
+    }
     self.rack = config_.broker_rack;
     self.kafka_host = deps_.advertised_kafka_host;
     self.kafka_port = deps_.advertised_kafka_port;

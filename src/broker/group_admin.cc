@@ -267,14 +267,36 @@ void group_service_impl::delete_group(std::string group_id, std::function<void(r
   });
 }
 
+std::optional<error> group_service_impl::add_named_partitions(const std::vector<model::topic_partition>& named,
+                                                              const std::set<std::string>& whole_topics,
+                                                              std::vector<model::topic_partition>& out) {
+  std::set<std::pair<std::string, int32_t>> added;
+  for (const auto& tp : named) {
+    if (whole_topics.contains(tp.topic) || !added.insert({tp.topic, tp.partition.value()}).second) continue;
+    std::optional<error> missing;
+    broker_.admin().describe_topic(tp.topic, [&](result<topic_description> d) {
+      if (!d.ok()) return missing.emplace(d.error()), void();
+      if (tp.partition.value() >= static_cast<int32_t>(d->partitions.size())) {
+        missing.emplace(error{errc::unknown_topic_or_partition,
+                              "topic " + tp.topic + " has no partition " + std::to_string(tp.partition.value()) + " (it has " +
+                                  std::to_string(d->partitions.size()) + ")"});
+      }
+    });
+    if (missing) return missing;
+    out.push_back(tp);
+  }
+  return std::nullopt;
+}
+
 void group_service_impl::reset_offsets(reset_offsets_request request,
                                        std::function<void(result<group::partition_map<model::offset>>)> done) {
   std::string group_id = request.group_id;
   if (auto refused = not_coordinator(group_id)) return done(*refused);
   on_coordinator(group_id, [this, request = std::move(request), done = std::move(done)](size_t shard, shard_state& st) mutable {
-    // The partitions: every partition of the named topics, or of the topics the group committed.
+    // The partitions: every partition of the named topics, the named partitions, or every
+    // partition of the topics the group committed.
     std::set<std::string> topics(request.topics.begin(), request.topics.end());
-    if (topics.empty()) {
+    if (topics.empty() && request.partitions.empty()) {
       auto committed = st.coordinator.committed_offsets(request.group_id);
       if (!committed.ok()) return done(from_group(committed.error()));
       for (const auto& [tp, c] : committed.value()) topics.insert(tp.topic);
@@ -288,6 +310,7 @@ void group_service_impl::reset_offsets(reset_offsets_request request,
       });
       if (missing) return done(*missing);
     }
+    if (auto missing = add_named_partitions(request.partitions, topics, partitions)) return done(*missing);
     // Every partition's edges (and first offset at the timestamp) from its leader; a partition
     // whose leader does not answer refuses the whole reset, as kafka-consumer-groups fails then.
     const std::optional<int64_t> timestamp_ms =

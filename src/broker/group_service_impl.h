@@ -284,6 +284,12 @@ class group_service_impl final : public group_service {
   /// not-joined one first (except to unsubscribe), then records the subscription with its settings.
   void change_subscription(std::string group_id, std::string instance_id, group::subscription sub,
                            std::function<void(result<void>)> done);
+  /// Adds to `out` each of `named` (a reset's single partitions, --topic T:0,1) not already there
+  /// through a whole topic of `whole_topics`. The error of an unknown topic, or
+  /// unknown_topic_or_partition naming a partition the topic does not have; nullopt when all exist.
+  std::optional<error> add_named_partitions(const std::vector<model::topic_partition>& named,
+                                            const std::set<std::string>& whole_topics,
+                                            std::vector<model::topic_partition>& out);
   /// This node's own figures of `tp`'s log start and high watermark (describe_topic): lags only,
   /// where a figure not established by a leader is reported as unknown (lags_of).
   std::optional<log_bounds> bounds_of(const model::topic_partition& tp);

@@ -15,6 +15,15 @@
 
 namespace ringlog::broker::detail {
 
+namespace {
+
+/// Said of a coordinator registered without an HTTP endpoint (listeners without http:// or
+/// https://): HTTP calls of its groups cannot be passed on to it, so they stay refused here.
+constexpr std::string_view no_http_listener_text =
+    " (a Kafka-only broker: no HTTP listener, so its groups serve Kafka clients only)";
+
+}  // namespace
+
 result<void> coordinator_partitions::append_own_records(size_t shard, const std::shared_ptr<partition_runtime>& rt,
                                                         std::vector<model::record> records,
                                                         std::function<void(result<void>)> replicated) {
@@ -79,6 +88,8 @@ std::string coordinator_partitions::offsets_leader_text(int32_t partition) const
   if (const auto* b = metadata_.view()->image->find_broker(leader); b != nullptr) {
     if (const auto* http = b->http_endpoint(); http != nullptr) {
       out += " at " + http->name + "://" + http->host + ":" + std::to_string(http->port);
+    } else {
+      out += no_http_listener_text;
     }
   }
   return out;
@@ -106,6 +117,8 @@ group_coordinator_route coordinator_partitions::internal_leader_route(const std:
       route.http_port = static_cast<uint16_t>(http->port);
       route.http_tls = http->name == "https";
       route.description += " at " + http->name + "://" + http->host + ":" + std::to_string(http->port);
+    } else {
+      route.description += no_http_listener_text;
     }
   }
   route.description += led;

@@ -48,6 +48,69 @@ const std::vector<config_spec>& specs() {
   return all;
 }
 
+/// Kafka's topic configs (TopicConfig's names, Kafka 3.x) that ringlog does not implement as
+/// settable: DescribeConfigs shows each read-only with the value that describes what ringlog does
+/// (Kafka's default where ringlog behaves so), so a tool comparing with Kafka finds every key;
+/// CreateTopics and (Incremental)AlterConfigs refuse setting one with INVALID_CONFIG naming it
+/// and `why`. `broker`: the broker config the value follows (its source and synonyms are shown),
+/// or nullptr (the built-in default, DEFAULT_CONFIG).
+struct fixed_topic_config {
+  const char* name;
+  std::string (*value)(const broker_config&);
+  const char* broker;
+  const char* why;
+};
+
+constexpr const char* long_max_text = "9223372036854775807";
+
+const std::vector<fixed_topic_config>& fixed_configs() {
+  static const std::vector<fixed_topic_config> all = {
+      {"file.delete.delay.ms", [](const broker_config&) { return std::string("0"); }, nullptr,
+       "a segment past retention is deleted at once (open readers keep their file)"},
+      {"flush.messages",
+       [](const broker_config& c) { return std::string(c.log_flush_policy == "fsync" ? "1" : long_max_text); },
+       "log.flush.policy", "log.flush.policy decides (fsync: every append is fsynced before it is acknowledged)"},
+      {"flush.ms",
+       [](const broker_config& c) { return std::string(c.log_flush_policy == "fsync" ? "0" : long_max_text); },
+       "log.flush.policy", "log.flush.policy decides (fsync: every append is fsynced before it is acknowledged)"},
+      {"follower.replication.throttled.replicas", [](const broker_config&) { return std::string(); }, nullptr,
+       "replication throttles apply to reassignment moves (leader/follower.replication.throttled.rate)"},
+      {"leader.replication.throttled.replicas", [](const broker_config&) { return std::string(); }, nullptr,
+       "replication throttles apply to reassignment moves (leader/follower.replication.throttled.rate)"},
+      {"local.retention.bytes", [](const broker_config&) { return std::string("-2"); }, nullptr,
+       "there is no tiered storage: every segment is local (-2: retention.bytes)"},
+      {"local.retention.ms", [](const broker_config&) { return std::string("-2"); }, nullptr,
+       "there is no tiered storage: every segment is local (-2: retention.ms)"},
+      {"message.downconversion.enable", [](const broker_config&) { return std::string("false"); }, nullptr,
+       "records are kept and served as record batch v2 only (Fetch before v4 is refused)"},
+      {"message.format.version", [](const broker_config&) { return std::string("3.0-IV1"); }, nullptr,
+       "records are kept as record batch v2 (magic 2) only"},
+      {"message.timestamp.after.max.ms", [](const broker_config&) { return std::string(long_max_text); }, nullptr,
+       "record timestamps are not bounded against the broker's clock"},
+      {"message.timestamp.before.max.ms", [](const broker_config&) { return std::string(long_max_text); }, nullptr,
+       "record timestamps are not bounded against the broker's clock"},
+      {"message.timestamp.difference.max.ms", [](const broker_config&) { return std::string(long_max_text); }, nullptr,
+       "record timestamps are not bounded against the broker's clock"},
+      {"preallocate", [](const broker_config&) { return std::string("false"); }, nullptr,
+       "segment files grow as they are written"},
+      {"remote.storage.enable", [](const broker_config&) { return std::string("false"); }, nullptr,
+       "there is no tiered storage"},
+      {"segment.jitter.ms", [](const broker_config&) { return std::string("0"); }, nullptr,
+       "segments roll at segment.ms exactly"},
+      {"unclean.leader.election.enable",
+       [](const broker_config& c) { return std::string(c.unclean_leader_election_enable ? "true" : "false"); },
+       "unclean.leader.election.enable", "it is the brokers' unclean.leader.election.enable, for every topic"},
+  };
+  return all;
+}
+
+const fixed_topic_config* find_fixed(const std::string& name) {
+  for (const auto& f : fixed_configs()) {
+    if (name == f.name) return &f;
+  }
+  return nullptr;
+}
+
 const config_spec* find_spec(const std::string& name) {
   for (const auto& s : specs()) {
     if (name == s.name) return &s;
@@ -118,6 +181,7 @@ const std::vector<std::string>& supported_topic_configs() {
   return names;
 }
 
+
 std::string topic_config_default(const broker_config& c, const std::string& name) {
   if (name == "cleanup.policy") return c.log_cleanup_policy;
   if (name == "retention.ms") return std::to_string(c.log_retention_ms);
@@ -149,6 +213,10 @@ result<void> validate_topic_config(const std::string& name, const std::string& v
     }
     return error{errc::invalid_config, "compression.type='" + value +
                                            "' is not one of producer, uncompressed, gzip, snappy, lz4, zstd"};
+  }
+  if (const auto* fixed = find_fixed(name)) {
+    return error{errc::invalid_config, "topic config '" + name + "' is read-only in ringlog (" + fixed->why +
+                                           "): DescribeConfigs shows the value it has; it cannot be set"};
   }
   if (spec == nullptr) {
     std::string known;
@@ -243,6 +311,19 @@ std::vector<topic_config_entry> describe_topic_configs(const broker_config& c,
       e.synonyms.insert(e.synonyms.end(), b->synonyms.begin(), b->synonyms.end());
     } else if (e.is_default) {
       e.synonyms.push_back({name, e.value, config_source::default_config});
+    }
+    out.push_back(std::move(e));
+  }
+  for (const auto& f : fixed_configs()) {
+    topic_config_entry e{f.name, f.value(c), true, true, config_source::default_config, {}};
+    auto b = f.broker == nullptr ? broker_configs.end()
+                                 : std::find_if(broker_configs.begin(), broker_configs.end(),
+                                                [&f](const broker_config_entry& x) { return x.name == f.broker; });
+    if (b != broker_configs.end()) {
+      e.source = b->source;
+      e.synonyms = b->synonyms;
+    } else {
+      e.synonyms.push_back({f.name, e.value, config_source::default_config});
     }
     out.push_back(std::move(e));
   }

@@ -33,7 +33,9 @@ result<storage::log_config> make_log_config(const broker_config& config,
 /// keys and values. Not checked when opening a log, so a topic stored before this check opens.
 result<void> validate_topic_config_conflicts(const storage::log_config& config);
 
-/// Every supported config, set (is_default = false) or inherited, with its source and synonyms;
+/// Every supported config, set (is_default = false) or inherited, with its source and synonyms,
+/// then Kafka's topic configs ringlog does not implement, read-only with the value ringlog's
+/// behaviour has (about 30 in all, as Kafka lists them);
 /// `broker_configs` is the broker's describe_broker_configs (where each broker-level default
 /// comes from; a topic config without one in it is the built-in default).
 std::vector<topic_config_entry> describe_topic_configs(const broker_config& config,

@@ -926,9 +926,12 @@ Commands:
   describe GROUP                         state, generation, assignor, members and their partitions
   lag GROUP                              committed offset, high watermark and lag per partition
   reset GROUP --to earliest|latest|timestamp|offset|shift [--value N] [--timestamp MS]
-              [--topic T]... [--execute]
+              [--topic T[:P,P...]]... [--execute]
                                          Kafka's reset-offsets for a group without members:
-                                         a dry run unless --execute
+                                         a dry run unless --execute; --topic T resets every
+                                         partition of T, --topic T:0,2 only partitions 0 and 2
+                                         (Kafka's topic:0,1,2); no --topic: every topic the
+                                         group committed
   delete GROUP                           delete a group without members and its offsets
   dead-letters GROUP                     the group's dead-letter topics with their counts
                                          (docs/retries.md)

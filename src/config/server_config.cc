@@ -794,8 +794,8 @@ const std::vector<key_spec>& key_table() {
                "by names of listener.security.protocol.map (several at once, e.g. CLIENT://:9093,INTERNAL://:9094), "
                "and cluster:// (the inter-broker listener, for ringlog nodes only; CLUSTER:SSL in "
                "listener.security.protocol.map makes it mutual TLS, docs/security.md). IP address hosts (an empty "
-               "host is 0.0.0.0). Listing listeners replaces the default: leave the Kafka ones out to serve no Kafka "
-               "clients",
+               "host is 0.0.0.0). Listing listeners replaces the default: without Kafka ones no Kafka clients, "
+               "without http:// and https:// no REST, WebSocket, console or /metrics (a Kafka-only broker)",
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
                  auto parsed = parse_listeners(v);
                  if (!parsed.ok()) return parsed.error();
@@ -1168,16 +1168,15 @@ result<void> resolve_listeners(server_config& c) {
     }
   }
   int http = 0;
-  int https = 0;
   for (const auto& r : c.listeners) {
     http += r.name == "HTTP";
-    https += r.name == "HTTPS";
     if (r.is_cluster() && r.uses_sasl()) {
       return invalid("listener.security.protocol.map", key_value(c, "listener.security.protocol.map"),
                      "the cluster listener takes PLAINTEXT or SSL (mutual certificates), not " + r.security_protocol);
     }
   }
-  if (http + https == 0) return invalid("listeners", shown, "an http:// or https:// listener is required");
+  // No http:// or https:// listener is allowed (Kafka and Redpanda run without an HTTP proxy):
+  // then the REST, WebSocket, console and /metrics doors are off (listener_port stays -1, below).
   for (const auto& r : c.advertised_listeners) {
     bool bound = false;
     for (const auto& l : c.listeners) bound = bound || l.name == r.name;

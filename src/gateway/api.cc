@@ -373,7 +373,7 @@ void refuse_on_dedicated_controller(const std::shared_ptr<api::call>& c, const b
                                     const std::string& what) {
   std::string brokers;
   for (const auto& d : b.admin().list_brokers()) {
-    if (d.state != "unfenced") continue;
+    if (d.state != "unfenced" || d.host.empty()) continue;   // none: no HTTP listener
     brokers += (brokers.empty() ? "" : ", ") + std::string("http://") + d.host + ":" + std::to_string(d.port);
   }
   c->fail(421, ec::misdirected_request,

@@ -250,15 +250,21 @@ bool ask_every_broker(const call_ptr& c, broker_answers_fn done, const std::func
   http_forwarder* forwarder = c->self->options().forwarder;
   if (forwarder == nullptr || !c->request.forwarded_by.empty()) return false;
   std::vector<broker::broker_description> peers;
+  std::vector<std::string> without_http;   // live brokers no HTTP call reaches (Kafka-only): unanswered
   for (auto& b : c->broker().admin().list_brokers()) {
-    if (b.state != "fenced" && !b.host.empty() && b.port > 0) peers.push_back(std::move(b));
+    if (b.state == "fenced") continue;
+    if (b.host.empty() || b.port <= 0) {
+      without_http.push_back(std::to_string(b.node_id));
+    } else {
+      peers.push_back(std::move(b));
+    }
   }
   // One broker: its own answer is the cluster's. A dedicated controller (no partitions, groups or
   // schedulers of its own) always asks the brokers; with none registered every answer is empty.
   const bool dedicated_controller = !c->broker().config().process_role_broker;
-  if (peers.size() <= 1 && !dedicated_controller) return false;
+  if (peers.size() + without_http.size() <= 1 && !dedicated_controller) return false;
   if (peers.empty()) {
-    done(*c, {}, {});
+    done(*c, {}, std::move(without_http));
     return true;
   }
   struct gather {
@@ -268,6 +274,7 @@ bool ask_every_broker(const call_ptr& c, broker_answers_fn done, const std::func
     broker_answers_fn done;
   };
   auto g = std::make_shared<gather>();
+  g->unanswered = std::move(without_http);
   g->remaining = peers.size();
   g->done = std::move(done);
   if (timeout_ms <= 0) timeout_ms = proxy_limits::connect_timeout_ms + proxy_limits::exchange_slack_ms;

@@ -623,7 +623,8 @@ http_request passed_on_request(const api::call& c);
 bool gather_group_lists(const call_ptr& c);
 /// The call, as a GET, asked of every live broker that serves HTTP (this one too), each marked as
 /// passed on so that it answers for itself; `done` on the call's thread with each 200 answer's
-/// JSON body and the node ids of brokers that gave none. False (nothing asked) when the call was
+/// JSON body and the node ids of brokers that gave none (a live broker without an HTTP listener,
+/// a Kafka-only one, is never asked and is listed there too). False (nothing asked) when the call was
 /// itself passed on, there is no forwarder, or there is only one broker: answer locally then.
 /// `target_of` (optional): the target to ask each node id instead of the call's own; `timeout_ms`
 /// (optional, > 0): each broker's bound instead of the proxy's connect + exchange bound.

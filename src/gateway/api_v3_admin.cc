@@ -117,15 +117,18 @@ json roles_json(bool broker, bool controller) {
 json broker_json(const std::string& base, const std::string& cluster, const broker::broker_description& b,
                  bool voter) {
   const std::string id = std::to_string(b.node_id);
+  const bool no_http = b.host.empty() || b.port <= 0;
   return json{{"kind", "KafkaBroker"},
               {"metadata", {{"self", base + "/v3/clusters/" + cluster + "/brokers/" + id},
                             {"resource_name", "crn:///kafka=" + cluster + "/broker=" + id}}},
               {"cluster_id", cluster},
               {"broker_id", b.node_id},
-              {"host", b.host},
-              {"port", b.port},
+              // ringlog: the HTTP listener; null (host, port, scheme) on a broker that has none
+              // (listeners without http:// or https://, a Kafka-only broker)
+              {"host", no_http ? json(nullptr) : json(b.host)},
+              {"port", no_http ? json(nullptr) : json(b.port)},
               // ringlog: the scheme of that HTTP listener (https for a node whose only one is https://)
-              {"scheme", b.http_tls ? "https" : "http"},
+              {"scheme", no_http ? json(nullptr) : json(b.http_tls ? "https" : "http")},
               {"rack", b.rack.empty() ? json(nullptr) : json(b.rack)},
               // ringlog: the registration state (unfenced, fenced, controlled_shutdown) and epoch
               {"state", b.state},
@@ -635,7 +638,7 @@ void take_figures(broker::partition_description& d, const json& p) {
 /// `t` this node does not lead, they are asked of its leader: one GET .../topics/{t}/partitions
 /// per such leader on its HTTP listener, marked forwarded so the leader answers from its own
 /// replicas and never passes it on. Then `done` on the call's thread, with the ids of the leaders
-/// that did not answer: their partitions keep this node's figures (0s where it holds no replica)
+/// that did not answer (or cannot: a leader without an HTTP listener is not asked): their partitions keep this node's figures (0s where it holds no replica)
 /// with high_watermark_established false, since they are not the leader's. A leader whose
 /// partitions all have a replica here gets leader_figures_timeout_ms to answer (this node's own
 /// figures are a fallback, and a stalled leader must not stall the route); others the forwarder's.
@@ -644,6 +647,7 @@ void with_leader_figures(const call_ptr& c, broker::topic_description t, figures
   const int32_t self = c->broker().config().node_id;
   std::map<int32_t, broker::broker_description> leaders;
   std::set<int32_t> without_fallback;   // leaders of a partition this node holds no replica of
+  std::set<std::string> without_http;   // registered leaders without an HTTP listener: unanswered
   if (forwarder != nullptr && c->request.forwarded_by.empty()) {
     std::map<int32_t, broker::broker_description> brokers;
     for (auto& b : c->broker().admin().list_brokers()) brokers.emplace(b.node_id, std::move(b));
@@ -651,12 +655,17 @@ void with_leader_figures(const call_ptr& c, broker::topic_description t, figures
       if (p.leader == self) continue;
       p.high_watermark_established = false;   // until the leader answers with its own
       auto it = brokers.find(p.leader);
-      if (it == brokers.end() || it->second.host.empty() || it->second.port <= 0) continue;
+      if (it == brokers.end()) continue;
+      if (it->second.host.empty() || it->second.port <= 0) {
+        without_http.insert(std::to_string(p.leader));
+        continue;
+      }
       leaders.emplace(it->first, it->second);
       if (std::find(p.replicas.begin(), p.replicas.end(), self) == p.replicas.end()) without_fallback.insert(p.leader);
     }
   }
-  if (leaders.empty()) return done(*c, std::move(t), {});
+  std::vector<std::string> unreachable(without_http.begin(), without_http.end());
+  if (leaders.empty()) return done(*c, std::move(t), std::move(unreachable));
   struct gather {
     broker::topic_description topic;
     std::vector<std::string> unanswered;
@@ -665,6 +674,7 @@ void with_leader_figures(const call_ptr& c, broker::topic_description t, figures
   };
   auto g = std::make_shared<gather>();
   g->topic = std::move(t);
+  g->unanswered = std::move(unreachable);
   g->remaining = leaders.size();
   g->done = std::move(done);
   // Passed on as the group calls are: a leader cannot check this node's access tokens or

@@ -419,6 +419,38 @@ parsed<std::optional<std::vector<group::processed_offset>>> parse_commit(std::st
   return std::optional<std::vector<group::processed_offset>>(std::move(out));
 }
 
+namespace {
+
+/// One entry of a reset's "topics" into `req`: "T" (every partition of T) or Kafka's
+/// kafka-consumer-groups form "T:0,1,2" (only those partitions; a topic name never holds ':').
+/// 422 naming `where` for a partition list that is not comma-separated integers >= 0.
+std::optional<api_error> add_reset_topic(std::string_view entry, const std::string& where,
+                                         broker::reset_offsets_request& req) {
+  const size_t colon = entry.find(':');
+  if (colon == std::string_view::npos) {
+    req.topics.emplace_back(entry);
+    return std::nullopt;
+  }
+  const std::string topic(entry.substr(0, colon));
+  if (auto bad = check_topic(where, topic)) return bad;
+  std::string_view list = entry.substr(colon + 1);
+  const auto refuse = [&] {
+    return unprocessable(where + " \"" + std::string(entry) + "\": after the topic's ':' come its partitions, "
+                         "comma-separated integers in [0, 2147483647] (e.g. orders:0,1,2)");
+  };
+  if (list.empty()) return refuse();
+  for (size_t start = 0; start <= list.size();) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    auto p = parse_int(list.substr(start, comma - start), 0, std::numeric_limits<int32_t>::max());
+    if (!p) return refuse();
+    req.partitions.push_back({topic, model::partition_id(static_cast<int32_t>(*p))});
+    start = comma + 1;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 parsed<broker::reset_offsets_request> parse_reset_offsets(std::string_view body) {
   parser_lease parser;
   body_doc doc;
@@ -456,9 +488,12 @@ parsed<broker::reset_offsets_request> parse_reset_offsets(std::string_view body)
   if (auto topics = field_of(*o, "topics")) {
     if (topics->type() != dom::element_type::ARRAY) return unprocessable("topics must be an array of strings");
     const dom::array elements_5 = topics->get_array().value_unsafe();
+    size_t i = 0;
     for (dom::element t : elements_5) {
       if (t.type() != dom::element_type::STRING) return unprocessable("topics must be an array of strings");
-      req.topics.emplace_back(t.get_string().value_unsafe());
+      if (auto bad = add_reset_topic(t.get_string().value_unsafe(), "topics[" + std::to_string(i++) + "]", req)) {
+        return *bad;
+      }
     }
   }
   req.mode = group::dry_run::yes;

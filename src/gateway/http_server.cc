@@ -429,7 +429,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
       keep_alive_ = false;
       std::string brokers;   // as the HTTP routes' 421 (api.cc): the unfenced brokers' HTTP listeners
       for (const auto& d : server_.broker.admin().list_brokers()) {
-        if (d.state != "unfenced") continue;
+        if (d.state != "unfenced" || d.host.empty()) continue;   // none: no HTTP listener
         brokers += (brokers.empty() ? "" : ", ") + std::string("http://") + d.host + ":" + std::to_string(d.port);
       }
       return respond_error(421, error_codes::misdirected_request,

@@ -158,9 +158,11 @@ std::optional<api_error> read_delay_field(const std::string& f, std::string_view
 }
 
 /// `field` names the record in messages ("records[3]", "entries[3]"); a batch entry (`batch_entry`)
-/// also has an "id", read by the caller.
+/// also has an "id", read by the caller. `delay_fault` is set when the refusal is of the record's
+/// delivery time (deliver_at, delay_ms): that is 422 in every door, as the broker's refusals of a
+/// delivery time are (over delay.max.ms, a malformed delay header), not v3's 400 for invalid data.
 parsed<v3_record> v3_record_from(dom::element e, const std::string& field, const produce_limits& limits,
-                                 bool batch_entry = false) {
+                                 bool& delay_fault, bool batch_entry = false) {
   auto o = batch_entry ? object_with(field, e, {"id", "partition_id", "headers", "key", "value", "timestamp", "sequence",
                                                 "deliver_at", "delay_ms"})
                        : object_with(field, e, {"partition_id", "headers", "key", "value", "timestamp", "sequence",
@@ -171,7 +173,10 @@ parsed<v3_record> v3_record_from(dom::element e, const std::string& field, const
   for (auto [name, value] : *o) {
     std::string f = path_of(field, name);
     if (name == "deliver_at" || name == "delay_ms") {
-      if (delay_field) return unprocessable(field + ": a record takes deliver_at or delay_ms, not both");
+      if (delay_field) {
+        delay_fault = true;
+        return unprocessable(field + ": a record takes deliver_at or delay_ms, not both");
+      }
       delay_field = {name, value};
     } else if (name == "partition_id") {
       if (value.type() == dom::element_type::NULL_VALUE) continue;
@@ -219,6 +224,7 @@ parsed<v3_record> v3_record_from(dom::element e, const std::string& field, const
   }
   if (delay_field) {
     if (auto bad = read_delay_field(path_of(field, delay_field->first), delay_field->first, delay_field->second, out.record)) {
+      delay_fault = true;
       return *bad;
     }
   }
@@ -502,12 +508,14 @@ parsed<std::vector<v3_item>> parse_v3_records(std::string_view body, const produ
                            " records, over the limit produce.records.max=" + std::to_string(limits.records_max)};
     }
     size_t index = first_index + items.size();
-    auto r = v3_record_from(e, "records[" + std::to_string(index) + "]", limits);
+    bool delay_fault = false;
+    auto r = v3_record_from(e, "records[" + std::to_string(index) + "]", limits, delay_fault);
     if (r.ok()) {
       items.push_back(v3_item{std::move(r).value(), std::nullopt});
-    } else if (r.error().error_code == ec::unprocessable) {
+    } else if (r.error().error_code == ec::unprocessable && !delay_fault) {
       // Invalid data in one record (not base64, an unknown field, a wrong type) fails that record
-      // alone with 400, as Confluent's v3 produce reports it; the request goes on.
+      // alone with 400, as Confluent's v3 produce reports it; the request goes on. An invalid
+      // delivery time fails it with 422 (v3_record_from).
       items.push_back(v3_item{std::nullopt, api_error{400, ec::invalid_request, r.error().message}});
     } else {
       items.push_back(v3_item{std::nullopt, r.error()});
@@ -554,10 +562,11 @@ parsed<std::vector<v3_batch_entry>> parse_v3_batch(std::string_view body, const 
     if (!ids.insert(id).second) {
       return api_error{400, ec::invalid_request, field + ".id \"" + id + "\" is used by an earlier entry; ids must be distinct"};
     }
-    auto r = v3_record_from(e, field, limits, true);
+    bool delay_fault = false;
+    auto r = v3_record_from(e, field, limits, delay_fault, true);
     if (r.ok()) {
       out.push_back({std::move(id), v3_item{std::move(r).value(), std::nullopt}});
-    } else if (r.error().error_code == ec::unprocessable) {
+    } else if (r.error().error_code == ec::unprocessable && !delay_fault) {
       out.push_back({std::move(id), v3_item{std::nullopt, api_error{400, ec::invalid_request, r.error().message}}});
     } else {
       out.push_back({std::move(id), v3_item{std::nullopt, r.error()}});

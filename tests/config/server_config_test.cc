@@ -234,6 +234,17 @@ TEST_CASE("cluster settings: listeners by kind, process.roles, controller.quorum
   auto http_only = load_server_config({{"listeners", "http://127.0.0.1:8082"}});
   REQUIRE(http_only.ok());
   CHECK(http_only->kafka_listener_port == -1);
+  // A Kafka-only broker, as Kafka's and Redpanda's (no HTTP proxy): no http:// or https:// listener
+  // is allowed; its HTTP doors are off (listener_port -1, nothing advertised).
+  auto kafka_only = load_server_config({{"listeners", "kafka://127.0.0.1:19092"}});
+  REQUIRE(kafka_only.ok());
+  CHECK(kafka_only->listener_port == -1);
+  CHECK(kafka_only->advertised_http_port == -1);
+  CHECK(kafka_only->kafka_listener_port == 19092);
+  auto cluster_only = load_server_config({{"listeners", "kafka://127.0.0.1:19092,cluster://127.0.0.1:19191"}});
+  REQUIRE(cluster_only.ok());
+  CHECK(cluster_only->listener_port == -1);
+  CHECK(cluster_only->cluster_listener_port == 19191);
 
   auto why = [](properties p) {
     auto r = load_server_config(p);
@@ -242,7 +253,6 @@ TEST_CASE("cluster settings: listeners by kind, process.roles, controller.quorum
     return r.error().message;
   };
   CHECK(why({{"listeners", "http://127.0.0.1:1,http://127.0.0.1:2"}}).find("listener name HTTP appears twice") != std::string::npos);
-  CHECK(why({{"listeners", "cluster://127.0.0.1:2"}}).find("an http:// or https:// listener is required") != std::string::npos);
   CHECK(why({{"listeners", "http://127.0.0.1:1,kafka://127.0.0.1:2,kafka://127.0.0.1:3"}}).find("listener name PLAINTEXT appears twice") !=
         std::string::npos);
   CHECK(why({{"listeners", "http://127.0.0.1:1,kafka://localhost:2"}}).find("kafka://localhost:2") != std::string::npos);

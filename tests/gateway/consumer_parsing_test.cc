@@ -147,6 +147,22 @@ TEST_CASE("reset offsets: to, value, timestamp, topics and dry_run") {
   CHECK(refused(parse_reset_offsets(R"({"to":"latest","dry_run":"no"})")).message == "dry_run must be a boolean, got a string");
 }
 
+TEST_CASE("reset offsets: Kafka's topic:0,1,2 names single partitions of a topic") {
+  auto r = parse_reset_offsets(R"({"to":"earliest","topics":["a:0,2","b","c:7"]})");
+  REQUIRE(r.ok());
+  CHECK(r->topics == std::vector<std::string>{"b"});
+  REQUIRE(r->partitions.size() == 3);
+  CHECK(r->partitions[0] == model::topic_partition{"a", model::partition_id(0)});
+  CHECK(r->partitions[1] == model::topic_partition{"a", model::partition_id(2)});
+  CHECK(r->partitions[2] == model::topic_partition{"c", model::partition_id(7)});
+  for (const char* bad : {"a:", "a:1,,2", "a:x", "a:-1", "a:1,", "a:99999999999"}) {
+    auto refusal = refused(parse_reset_offsets(std::string(R"({"to":"earliest","topics":[")") + bad + "\"]}"));
+    CHECK(refusal.status == 422);
+    CHECK(refusal.message.find(std::string("topics[0] \"") + bad + "\"") != std::string::npos);
+  }
+  CHECK(refused(parse_reset_offsets(R"({"to":"earliest","topics":["b a:0"]})")).status == 400);   // an illegal name
+}
+
 TEST_CASE("create consumer: retry settings default to the broker's, each bad one named (issue 18)") {
   delay::retry_policy defaults{4, 100, 3.0, 900};
   auto none = parse_create_consumer(R"({"format":"binary"})", 1000, defaults);

@@ -193,3 +193,27 @@ def test_v3_single_config_put_and_delete(broker, topic_name):
     assert requests.get(url).json()["is_default"] is True
     r = requests.put(broker.v3("/topics/no-such-topic-cfg/configs/retention.ms"), json={"value": "1"})
     assert r.status_code == 404 and r.json()["error_code"] == 40401, r.text
+
+
+def test_topic_configs_list_kafkas_topic_configs_read_only_where_not_implemented(broker, topic_name):
+    """REST v3 .../topics/T/configs listed 18 configs where Kafka lists about 30. The others are
+    now listed read-only with their effective value and source (the same table as the Kafka door's
+    DescribeConfigs), and setting one is refused naming it."""
+    from test_kafka import KAFKA_TOPIC_CONFIGS, READ_ONLY_TOPIC_CONFIGS
+    broker.create_topic(topic_name)
+    data = {c["name"]: c for c in requests.get(broker.v3(f"/topics/{topic_name}/configs")).json()["data"]}
+    assert KAFKA_TOPIC_CONFIGS <= set(data), sorted(KAFKA_TOPIC_CONFIGS - set(data))
+    for name, value in READ_ONLY_TOPIC_CONFIGS.items():
+        c = data[name]
+        assert (c["value"], c["is_read_only"], c["is_default"]) == (value, True, True), c
+        assert c["source"] in ("DEFAULT_CONFIG", "STATIC_BROKER_CONFIG"), c
+    one = requests.get(broker.v3(f"/topics/{topic_name}/configs/preallocate"))
+    assert one.status_code == 200 and one.json()["is_read_only"] is True, one.text
+    r = requests.put(broker.v3(f"/topics/{topic_name}/configs/preallocate"), json={"value": "true"})
+    assert r.status_code == 400 and r.json()["error_code"] == 40002 and "preallocate" in r.json()["message"], r.text
+    r = requests.post(broker.v3(f"/topics/{topic_name}/configs:alter"),
+                      json={"data": [{"name": "flush.ms", "value": "1000"}]})
+    assert r.status_code == 400 and "flush.ms" in r.json()["message"], r.text
+    r = requests.post(broker.v3("/topics"), json={"topic_name": topic_name + "-j", "partitions_count": 1,
+                                                  "configs": [{"name": "segment.jitter.ms", "value": "5"}]})
+    assert r.status_code == 400 and "segment.jitter.ms" in r.json()["message"], r.text

@@ -787,3 +787,52 @@ def test_create_topics_refuses_a_config_without_a_value_naming_it(kbroker, topic
     assert r.take(">h") == 40, "INVALID_CONFIG"
     assert r.string() == "Null value not supported for topic configs: segment.bytes,retention.ms"
     assert requests.get(f"{kbroker.url}/topics/{name}", timeout=10).status_code == 404, "the topic was created"
+
+
+KAFKA_TOPIC_CONFIGS = {
+    "cleanup.policy", "compression.type", "delete.retention.ms", "file.delete.delay.ms", "flush.messages", "flush.ms",
+    "follower.replication.throttled.replicas", "index.interval.bytes", "leader.replication.throttled.replicas",
+    "local.retention.bytes", "local.retention.ms", "max.compaction.lag.ms", "max.message.bytes",
+    "message.downconversion.enable", "message.format.version", "message.timestamp.after.max.ms",
+    "message.timestamp.before.max.ms", "message.timestamp.difference.max.ms", "message.timestamp.type",
+    "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "min.insync.replicas", "preallocate", "remote.storage.enable",
+    "retention.bytes", "retention.ms", "segment.bytes", "segment.index.bytes", "segment.jitter.ms", "segment.ms",
+    "unclean.leader.election.enable"}
+# The ones ringlog does not implement: read-only, with the value its behaviour has.
+READ_ONLY_TOPIC_CONFIGS = {
+    "file.delete.delay.ms": "0", "flush.messages": "1", "flush.ms": "0", "follower.replication.throttled.replicas": "",
+    "leader.replication.throttled.replicas": "", "local.retention.bytes": "-2", "local.retention.ms": "-2",
+    "message.downconversion.enable": "false", "message.format.version": "3.0-IV1",
+    "message.timestamp.after.max.ms": "9223372036854775807", "message.timestamp.before.max.ms": "9223372036854775807",
+    "message.timestamp.difference.max.ms": "9223372036854775807", "preallocate": "false",
+    "remote.storage.enable": "false", "segment.jitter.ms": "0", "unclean.leader.election.enable": "false"}
+
+
+def test_topic_describe_configs_lists_kafkas_topic_configs(kbroker, topic_name):
+    """Kafka's DescribeConfigs of a topic lists about 30 configs; ringlog listed 18, so tools
+    comparing (or reading preallocate, flush.ms, ...) found them missing. Each one ringlog does not
+    implement is now shown read-only with its effective value and source, and setting one is
+    refused with INVALID_CONFIG naming it (AlterConfigs, IncrementalAlterConfigs, CreateTopics)."""
+    import kafka_wire as kw
+    admin = AdminClient({"bootstrap.servers": kbroker.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(10)
+    res = ConfigResource("topic", topic_name)
+    configs = admin.describe_configs([res])[res].result(10)
+    assert KAFKA_TOPIC_CONFIGS <= set(configs), sorted(KAFKA_TOPIC_CONFIGS - set(configs))
+    for name, value in READ_ONLY_TOPIC_CONFIGS.items():
+        entry = configs[name]
+        assert (entry.value or "", entry.is_read_only, entry.is_default) == (value, True, True), (name, entry)
+        assert getattr(entry.source, "value", entry.source) in (5, 4), (name, entry.source)   # DEFAULT_CONFIG, STATIC_BROKER_CONFIG
+    assert configs["retention.ms"].is_read_only is False
+    for name in ("preallocate", "unclean.leader.election.enable", "flush.ms"):
+        code, message = kw.incremental_alter_config_v0(kbroker.bootstrap, kw.RESOURCE_TOPIC, topic_name, name, "1")
+        assert code == 40 and name in message and "read-only" in message, (name, code, message)   # INVALID_CONFIG
+    res = ConfigResource("topic", topic_name, set_config={"preallocate": "true"})
+    with pytest.raises(Exception) as e:
+        admin.alter_configs([res])[res].result(10)
+    assert "preallocate" in str(e.value), str(e.value)
+    with pytest.raises(Exception) as e:
+        admin.create_topics([NewTopic(topic_name + "-p", 1, 1, config={"segment.jitter.ms": "5"})])[
+            topic_name + "-p"].result(10)
+    assert "segment.jitter.ms" in str(e.value), str(e.value)
+    assert admin.describe_configs([res])[res].result(10)["preallocate"].value == "false"

@@ -498,3 +498,46 @@ def test_shift_over_a_negative_committed_offset_is_refused_as_kafka_does(gbroker
     r = requests.post(reset, json={"to": "shift", "value": 1, "topics": [topic_name]})
     assert r.status_code == 200, r.text
     assert {o["partition_id"]: o["offset"] for o in r.json()["offsets"]} == {0: 3, 1: 3}
+
+
+def test_groups_reset_of_chosen_partitions_as_kafka_topic_colon_partitions(gbroker, topic_name):
+    """kafka-consumer-groups --reset-offsets --topic orders:0,2 resets only partitions 0 and 2 of
+    orders. `ringlog groups reset --topic T:0,2` did not know the form (it looked for a topic named
+    "T:0,2"); now the CLI and the HTTP route take it, and refuse a partition the topic lacks or a
+    list that is not partition numbers, naming it."""
+    import subprocess
+    from kafka import TopicPartition as KTopicPartition
+    from kafka.structs import OffsetAndMetadata
+    from conftest import binary_path
+    b = gbroker
+    create(b.bootstrap, topic_name, partitions=3)
+    produce(b.bootstrap, topic_name, 3, range(30))
+    group = "parts-" + topic_name
+    c = KafkaConsumer(bootstrap_servers=b.bootstrap, group_id=group, enable_auto_commit=False)
+    tps = [KTopicPartition(topic_name, p) for p in range(3)]
+    c.assign(tps)
+    c.commit({tp: OffsetAndMetadata(5, "") for tp in tps})
+    c.close()
+
+    def cli(*args):
+        return subprocess.run([str(binary_path()), "groups", "reset", group, *args, "--bootstrap-server", b.url],
+                              capture_output=True, text=True, timeout=60)
+
+    done = cli("--to", "earliest", "--topic", f"{topic_name}:0,2", "--execute")
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    rows = [line.split("\t") for line in done.stdout.splitlines()[1:]]
+    assert rows == [[topic_name, "0", "0"], [topic_name, "2", "0"]], done.stdout
+    committed = requests.get(f"{b.v3()}/consumer-groups/{group}/lags").json()["data"]
+    assert {l["partition_id"]: l["current_offset"] for l in committed} == {0: 0, 1: 5, 2: 0}, committed
+    # A whole topic beside one of its partitions: the whole topic (a dry run over HTTP).
+    r = requests.post(b.v3(f"/consumer-groups/{group}/offsets:reset"),
+                      json={"to": "latest", "topics": [f"{topic_name}:1", topic_name]})
+    assert r.status_code == 200 and sorted(o["partition_id"] for o in r.json()["offsets"]) == [0, 1, 2], r.text
+    # A partition the topic does not have, and lists that are not partitions: refused, nothing moved.
+    missing = cli("--to", "earliest", "--topic", f"{topic_name}:1,7", "--execute")
+    assert missing.returncode != 0 and "no partition 7" in missing.stderr, (missing.stdout, missing.stderr)
+    for bad in (f"{topic_name}:", f"{topic_name}:1,,2", f"{topic_name}:x", f"{topic_name}:-1"):
+        refused = cli("--to", "earliest", "--topic", bad, "--execute")
+        assert refused.returncode != 0 and bad in refused.stderr, (bad, refused.stdout, refused.stderr)
+    committed = requests.get(f"{b.v3()}/consumer-groups/{group}/lags").json()["data"]
+    assert {l["partition_id"]: l["current_offset"] for l in committed} == {0: 0, 1: 5, 2: 0}, committed

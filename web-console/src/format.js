@@ -125,13 +125,22 @@ export function plural(n, noun) {
  * The members of the metadata quorum as the overview lists them: every voter, then every observer
  * (a broker-only node, process.roles=broker: it fetches the metadata log but never votes; KIP-595),
  * each {replica_id, kind: 'voter' | 'voter, controller only' | 'voter, not reachable (never fetched)' |
- * 'observer', log_end_offset, lag}
- * (offsets null when the node answering does not know them - only the quorum leader tracks them).
+ * 'observer', log_end_offset, lag, leader_only}
+ * (offsets null when the node answering does not know them - only the quorum leader tracks them;
+ * leader_only is then true when a follower answered while a leader is known, so the page says
+ * where they are instead of a bare "-"; a follower's own log end offset is known to it and shown).
  * `q` is /v3/.../quorum; `brokerIds`, when given, the registered brokers: a voter not among them is
  * a dedicated controller (process.roles=controller, KIP-631).
  */
 export function quorumMembers(q, brokerIds = null) {
-  const row = (kind) => (v) => ({ replica_id: v.replica_id, kind, log_end_offset: v.log_end_offset ?? null, lag: v.lag ?? null });
+  const answeredByFollower = quorumAnsweredByFollower(q);
+  const row = (kind) => (v) => {
+    const own = answeredByFollower && v.replica_id === q.node_id && typeof q.log_end_offset === 'number';
+    const logEndOffset = v.log_end_offset ?? (own ? q.log_end_offset : null);
+    const lag = v.lag ?? null;
+    return { replica_id: v.replica_id, kind, log_end_offset: logEndOffset, lag,
+      leader_only: answeredByFollower && (logEndOffset === null || lag === null) };
+  };
   // The quorum leader (q answered by it) knows which voters ever fetched from it: one that never
   // did (not started, or cut off) is not reachable, its roles unknown - not a dedicated controller.
   const answeredByLeader = q.leader_id != null && q.leader_id === q.node_id;
@@ -142,6 +151,15 @@ export function quorumMembers(q, brokerIds = null) {
     return brokerIds ? 'voter, controller only' : 'voter';
   };
   return [...(q.voters ?? []).map((v) => row(voterKind(v))(v)), ...(q.observers ?? []).map(row('observer'))];
+}
+
+/**
+ * True when `q` (/v3/.../quorum) was answered by a node that is not the quorum leader while a
+ * leader is known: it knows the leader, epoch, high watermark, voters and its own log end offset
+ * (the state it replicates), not the members' log end offsets and lag (leader-only, KIP-595).
+ */
+export function quorumAnsweredByFollower(q) {
+  return q != null && q.leader_id != null && typeof q.node_id === 'number' && q.node_id !== q.leader_id;
 }
 
 /** The controller tile: a broker that also controls, or a dedicated controller (not a broker). */

@@ -3,7 +3,7 @@
 import { api, mapLimited } from './api.js';
 import { lineChart, pushPoint } from './chart.js';
 import { fill, h, statusLine, table, tile } from './dom.js';
-import { brokerRole, controllerLabel, formatBytes, formatCount, formatRate, isDedicatedController, quorumMembers } from './format.js';
+import { brokerRole, controllerLabel, formatBytes, formatCount, formatRate, isDedicatedController, quorumAnsweredByFollower, quorumMembers } from './format.js';
 import { CHART_POINTS_MAX, DESCRIBE_CONCURRENCY_MAX, METRICS_POLL_MS, OVERVIEW_TOPICS_DESCRIBED_MAX } from './limits.js';
 import { parsePrometheus, rates, summarize } from './metrics.js';
 
@@ -52,6 +52,17 @@ export async function sampleMetrics() {
 /** The cluster's partition health as the broker counts it from the cluster's metadata, every topic
  *  (internal ones too): GET /v3/clusters/{id} under_replicated_partitions_count and
  *  offline_partitions_count. null when the broker does not report them. */
+/**
+ * A member's log end offset or lag in the quorum table: the number, or, where only the quorum
+ * leader tracks it and a follower answered, "on leader N" (not a bare "-", which read as "none").
+ */
+function quorumFigure(member, value, q) {
+  if (value !== null) return formatCount(value);
+  if (!member.leader_only) return '-';
+  return h('span', { class: 'muted', title: `tracked by the quorum leader (node ${q.leader_id}) only` },
+    `on leader ${q.leader_id}`);
+}
+
 export function clusterHealth(cluster) {
   if (cluster == null || typeof cluster.under_replicated_partitions_count !== 'number') return null;
   return { underReplicated: cluster.under_replicated_partitions_count, offline: cluster.offline_partitions_count };
@@ -146,7 +157,7 @@ export async function render(view, route, ctx) {
           const state = meta.brokerById.get(id)?.state ?? 'unfenced';
           return h('span', { class: `badge ${state === 'unfenced' ? 'good' : 'bad'}`, 'data-testid': `broker-state-${id}` }, state);
         } },
-        { title: 'address', cell: (id) => { const b = meta.brokerById.get(id); return b ? `${b.host}:${b.port}` : ''; } },
+        { title: 'address', cell: (id) => { const b = meta.brokerById.get(id); return b == null ? '' : b.host == null ? 'no HTTP listener' : `${b.host}:${b.port}`; } },
         { title: 'partition leaderships', num: true,
           cell: (id) => formatCount(meta.described.reduce((n, t) => n + t.partitions.filter((p) => p.leader === id).length, 0)) },
       ], meta.brokerIds, { testid: 'brokers-table' }));
@@ -162,9 +173,15 @@ export async function render(view, route, ctx) {
         table([
           { title: 'node', cell: (v) => String(v.replica_id), num: true },
           { title: 'member', cell: (v) => h('span', { 'data-testid': `quorum-member-${v.replica_id}` }, v.kind) },
-          { title: 'log end offset', cell: (v) => (v.log_end_offset === null ? '-' : formatCount(v.log_end_offset)), num: true },
-          { title: 'lag', cell: (v) => (v.lag === null ? '-' : formatCount(v.lag)), num: true },
-        ], quorumMembers(q, meta.brokerIds), { testid: 'quorum-table' }));
+          { title: 'log end offset', cell: (v) => quorumFigure(v, v.log_end_offset, q), num: true },
+          { title: 'lag', cell: (v) => quorumFigure(v, v.lag, q), num: true },
+        ], quorumMembers(q, meta.brokerIds), { testid: 'quorum-table' }),
+        quorumAnsweredByFollower(q)
+          ? h('p', { class: 'muted', 'data-testid': 'quorum-note' },
+            `Served by node ${q.node_id}, a follower of the quorum: leader, epoch, high watermark, voters and its own `
+            + `log end offset are what it replicates; each member's lag (and the other members' log end offsets, `
+            + `and the observers) are tracked by the leader, node ${q.leader_id}, only - open the console there for them.`)
+          : null);
     } catch (e) {
       status.show(e);
     }

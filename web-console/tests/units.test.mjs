@@ -2,7 +2,7 @@
 // Prometheus parsing and rates, routes. Run: node --test tests/
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { brokerRole, controllerLabel, isDedicatedController, linkPieces, dueBucketLabel, formatBytes, formatCount, formatDue, formatDurationMs, formatRate, formatTimestamp, parseJsonExact, parseUtcDateTime, quorumMembers } from '../src/format.js';
+import { brokerRole, controllerLabel, isDedicatedController, linkPieces, dueBucketLabel, formatBytes, formatCount, formatDue, formatDurationMs, formatRate, formatTimestamp, parseJsonExact, parseUtcDateTime, quorumAnsweredByFollower, quorumMembers } from '../src/format.js';
 import { decodePayload, decodeRecord, exportRecords, fromBase64, hexDump, recordMatches, textToBase64 } from '../src/records.js';
 import { parsePrometheus, rates, summarize } from '../src/metrics.js';
 import { filterAcls, missingPermission } from '../src/acls.js';
@@ -118,11 +118,12 @@ test('quorum: voters then observers (broker-only nodes), and the role of each br
     observers: [{ replica_id: 4, log_end_offset: 38, lag: 2 }],
   };
   assert.deepEqual(quorumMembers(q), [
-    { replica_id: 1, kind: 'voter', log_end_offset: 40, lag: 0 },
-    { replica_id: 2, kind: 'voter', log_end_offset: null, lag: null },
-    { replica_id: 4, kind: 'observer', log_end_offset: 38, lag: 2 },
+    { replica_id: 1, kind: 'voter', log_end_offset: 40, lag: 0, leader_only: false },
+    { replica_id: 2, kind: 'voter', log_end_offset: null, lag: null, leader_only: false },
+    { replica_id: 4, kind: 'observer', log_end_offset: 38, lag: 2, leader_only: false },
   ]);
-  assert.deepEqual(quorumMembers({ voters: [{ replica_id: 0 }] }), [{ replica_id: 0, kind: 'voter', log_end_offset: null, lag: null }]);
+  assert.deepEqual(quorumMembers({ voters: [{ replica_id: 0 }] }),
+    [{ replica_id: 0, kind: 'voter', log_end_offset: null, lag: null, leader_only: false }]);
   assert.equal(brokerRole(1, 1, q), 'broker, voter, active controller');
   assert.equal(brokerRole(2, 1, q), 'broker, voter');
   assert.equal(brokerRole(4, 1, q), 'broker only (observer)');
@@ -150,6 +151,28 @@ test('quorum: a voter the leader never heard from is not reachable, not a dedica
   // A follower does not know who fetched: no such claim.
   assert.deepEqual(quorumMembers({ ...q, node_id: 1 }, [2]).map((m) => m.kind),
     ['voter, controller only', 'voter', 'voter, controller only']);
+});
+
+test('quorum served by a follower: what it replicates is shown, the leader-only figures say so', () => {
+  // Node 2 answers, node 1 leads: every voter's offsets are null in its answer (KIP-595: the
+  // leader tracks them). The table showed "-" for all of them, read as "nothing".
+  const q = {
+    node_id: 2, leader_id: 1, leader_epoch: 7, high_watermark: 120, log_end_offset: 118,
+    voters: [{ replica_id: 1, log_end_offset: null, lag: null }, { replica_id: 2, log_end_offset: null, lag: null },
+      { replica_id: 3, log_end_offset: null, lag: null }],
+    observers: [],
+  };
+  assert.equal(quorumAnsweredByFollower(q), true);
+  assert.deepEqual(quorumMembers(q), [
+    { replica_id: 1, kind: 'voter', log_end_offset: null, lag: null, leader_only: true },
+    { replica_id: 2, kind: 'voter', log_end_offset: 118, lag: null, leader_only: true },   // its own: known
+    { replica_id: 3, kind: 'voter', log_end_offset: null, lag: null, leader_only: true },
+  ]);
+  // The leader itself, and an election (no leader): nothing is labelled leader-only.
+  assert.equal(quorumAnsweredByFollower({ ...q, node_id: 1 }), false);
+  assert.equal(quorumMembers({ ...q, node_id: 1 }).some((m) => m.leader_only), false);
+  assert.equal(quorumAnsweredByFollower({ ...q, leader_id: null }), false);
+  assert.equal(quorumMembers({ ...q, leader_id: null }).some((m) => m.leader_only), false);
 });
 
 test('delayed delivery: histogram bucket labels and due times in words', () => {

@@ -138,7 +138,7 @@ struct kafka_listener_endpoint {
 
 struct broker_description {
   int32_t node_id = 0;
-  std::string host;   // the HTTP listener as advertised
+  std::string host;   // the HTTP listener as advertised; "" (and port 0) when the node has none
   int32_t port = 0;
   bool http_tls = false;   // that listener is https:// (a node whose only HTTP door is TLS)
   std::string rack;   // "" = none

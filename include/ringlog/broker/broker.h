@@ -480,6 +480,10 @@ struct broker_dependencies {
   io::file_system& fs;
   const base::clock& clock;
   runtime::shard_runtime& runtime;
+  /// The HTTP listener as advertised (REST, WebSocket, console): registered as the endpoint
+  /// "http" (or "https") that peers pass group calls on to. A negative port: this node has no
+  /// HTTP listener (listeners without http:// or https://, a Kafka-only broker), and registers no
+  /// HTTP endpoint; peers then serve its groups' HTTP calls as NOT_COORDINATOR naming why.
   std::string advertised_host = "127.0.0.1";
   int32_t advertised_port = 8082;
   /// The advertised HTTP door is https:// (no http:// listener): registered as the endpoint

@@ -194,11 +194,14 @@ struct group_details {
   group_coordinator_location coordinator;
 };
 
-/// What reset_offsets applies to: every partition of these topics (all the group's committed
-/// topics when empty).
+/// What reset_offsets applies to: every partition of `topics` and the single partitions of
+/// `partitions` (Kafka's kafka-consumer-groups --topic T:0,1,2); all the group's committed topics
+/// when both are empty. A named partition the topic does not have refuses the whole reset
+/// (unknown_topic_or_partition naming it).
 struct reset_offsets_request {
   std::string group_id;
   std::vector<std::string> topics;
+  std::vector<model::topic_partition> partitions;
   group::reset_spec spec;
   int64_t timestamp_ms = 0;  // for reset_kind::to_timestamp
   group::dry_run mode = group::dry_run::yes;
