@@ -347,4 +347,18 @@ std::string render_autobalancer_metrics(const broker::autobalancer_figures& figu
   return out;
 }
 
+std::string render_controller_metrics(int32_t node_id, int32_t controller_id) {
+  return fmt::format(
+      "# HELP ringlog_controller_active_controller_count 1 on the active controller (the metadata quorum's leader), "
+      "0 on every other node (Kafka's ActiveControllerCount): sum() over the nodes is 1 in a healthy cluster, 0 "
+      "without a quorum.\n"
+      "# TYPE ringlog_controller_active_controller_count gauge\n"
+      "ringlog_controller_active_controller_count {}\n"
+      "# HELP ringlog_metadata_quorum_leader_known 1 while this node knows a metadata quorum leader, 0 during an "
+      "election or a quorum loss (then broker states and partition counts from the metadata are as last known).\n"
+      "# TYPE ringlog_metadata_quorum_leader_known gauge\n"
+      "ringlog_metadata_quorum_leader_known {}\n",
+      controller_id >= 0 && controller_id == node_id ? 1 : 0, controller_id >= 0 ? 1 : 0);
+}
+
 }  // namespace ringlog::gateway
