@@ -86,7 +86,8 @@ std::string render_autobalancer_metrics(const broker::autobalancer_figures& figu
 /// partitions led here ringlog_broker_under_replicated_partitions (fewer in-sync replicas than
 /// replicas: UnderReplicatedPartitions) and ringlog_broker_under_min_isr_partitions (fewer in-sync
 /// replicas than the topic's min.insync.replicas: UnderMinIsrPartitionCount). Each partition
-/// counts on its leader only, so sum() over the brokers is the cluster's figure.
+/// counts on its leader only, so sum() over the brokers is the cluster's figure. `topics` are those
+/// of /metrics: the clients' topics, not the internal ones (Kafka's gauges count those too).
 std::string render_broker_partition_metrics(const std::vector<broker::topic_description>& topics, int32_t node_id);
 
 /// Whether there is an active controller, as this node knows it (`controller_id` is the metadata
