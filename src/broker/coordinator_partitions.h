@@ -69,7 +69,6 @@ class coordinator_partitions final : public group_host, public txn_host {
   [[nodiscard]] bool leads_offsets_partition(int32_t partition) const override;
   void report_error(const std::string& message) const override { log_.error(message); }
   void report_info(const std::string& message) const override { log_.info(message); }
-  [[nodiscard]] std::string offsets_leader_text(int32_t partition) const override;
   [[nodiscard]] group_coordinator_route offsets_leader_route(int32_t partition) const override;
   // txn_host (and the shared internal-topic path of group_host): __transaction_state.
   void append_internal_to(const std::string& topic, size_t shard, int32_t partition, std::vector<model::record> records,

@@ -365,6 +365,22 @@ void group_service_impl::leader_bounds_of(size_t shard, const std::vector<model:
 
 namespace ringlog::broker {
 
+error not_coordinator_refusal(const std::string& group_id, const group_coordinator_route& route) {
+  const std::string partition = std::string(consumer_offsets_topic) + "-" + std::to_string(route.offsets_partition);
+  switch (route.where) {
+    case group_coordinator_route::place::here:
+      return error{errc::coordinator_load_in_progress, "this broker is becoming the coordinator of group '" + group_id +
+                                                           "' (the new leader of " + partition + "): retry"};
+    case group_coordinator_route::place::peer:
+      return error{errc::not_coordinator, "group '" + group_id + "' is coordinated by " + route.description +
+                                              " (the leader of " + partition +
+                                              "), not by this broker: send the group's calls there"};
+    case group_coordinator_route::place::none: break;
+  }
+  return error{errc::not_coordinator,
+               "group '" + group_id + "' has no coordinator now: " + partition + " has no leader; retry"};
+}
+
 std::unique_ptr<group_service> make_group_service(broker& b, group_host& host, runtime::shard_runtime& runtime,
                                                   const base::clock& clock, group_service_options options) {
   return std::make_unique<group_service_internal::group_service_impl>(b, host, runtime, clock, options);

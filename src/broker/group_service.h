@@ -34,9 +34,6 @@ class group_host {
   virtual void report_error(const std::string& message) const = 0;
   /// Reports something the service did by itself (one info log line), e.g. offsets it expired.
   virtual void report_info(const std::string& message) const = 0;
-  /// Who leads __consumer_offsets partition `partition`, for messages: "broker 2 at
-  /// http://127.0.0.1:8082", or "no broker now (it has no leader)".
-  [[nodiscard]] virtual std::string offsets_leader_text(int32_t partition) const = 0;
   /// Who leads __consumer_offsets partition `partition` (coordinator_route's answer). Any thread.
   [[nodiscard]] virtual group_coordinator_route offsets_leader_route(int32_t partition) const = 0;
 };

@@ -227,9 +227,8 @@ class group_service_impl final : public group_service {
                                                             "' is being loaded by this broker, the new leader of " +
                                                             consumer_offsets_topic + "-" + std::to_string(p) + ": retry"};
     }
-    return error{errc::not_coordinator, "group '" + group_id + "' is coordinated by " + host_.offsets_leader_text(p) +
-                                            " (the leader of " + consumer_offsets_topic + "-" + std::to_string(p) +
-                                            "), not by this broker: send the group's calls there"};
+    // Read once more: the metadata may have made this broker the leader since (not_coordinator_refusal).
+    return not_coordinator_refusal(group_id, host_.offsets_leader_route(p));
   }
   /// Runs fn(shard, state) on the group's coordinator shard.
   template <typename F>

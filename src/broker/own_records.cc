@@ -78,23 +78,6 @@ void coordinator_partitions::append_internal_to(const std::string& topic, size_t
   if (auto appended = append_own_records(shard, rt, std::move(records), done); !appended.ok()) done(appended.error());
 }
 
-std::string coordinator_partitions::offsets_leader_text(int32_t partition) const {
-  auto t = metadata_.find_topic(consumer_offsets_topic);
-  const int32_t leader = t && partition >= 0 && partition < t->partitions_count()
-                             ? t->image->partitions[static_cast<size_t>(partition)].leader
-                             : -1;
-  if (leader < 0) return "no broker now (the partition has no leader; retry)";
-  std::string out = "broker " + std::to_string(leader);
-  if (const auto* b = metadata_.view()->image->find_broker(leader); b != nullptr) {
-    if (const auto* http = b->http_endpoint(); http != nullptr) {
-      out += " at " + http->name + "://" + http->host + ":" + std::to_string(http->port);
-    } else {
-      out += no_http_listener_text;
-    }
-  }
-  return out;
-}
-
 group_coordinator_route coordinator_partitions::internal_leader_route(const std::string& topic,
                                                                       int32_t partition) const {
   group_coordinator_route route;

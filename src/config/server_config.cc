@@ -699,7 +699,7 @@ const std::vector<key_spec>& key_table() {
       int_key("log.retention.bytes", &server_config::log_retention_bytes, -1, i64,
               "delete old segments past this size per partition; -1 keeps all"),
       int_key("log.retention.check.interval.ms", &server_config::log_retention_check_interval_ms, 1000, i64,
-              "how often retention runs (it also rolls an idle active segment older than segment.ms), ms"),
+              "how often retention runs, first 30 s after start (it also rolls an idle segment past segment.ms), ms"),
       int_key("log.index.interval.bytes", &server_config::log_index_interval_bytes, 1, 64 * 1024 * 1024,
               "bytes between offset index entries"),
       choice_key("log.flush.policy", &server_config::log_flush_policy, {"fsync", "replication"},

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <initializer_list>
 
 #include "ringlog/base/cpu_accounting.h"
@@ -345,6 +346,63 @@ std::string render_autobalancer_metrics(const broker::autobalancer_figures& figu
     out += fmt::format("ringlog_autobalancer_moves_started_total{{reason=\"{}\"}} {}\n", reason, count);
   }
   return out;
+}
+
+namespace {
+
+/// The topic's min.insync.replicas (its effective value; 1 when the description has none).
+size_t min_insync_replicas_of(const broker::topic_description& t) {
+  const auto entry = std::find_if(t.configs.begin(), t.configs.end(),
+                                  [](const auto& c) { return c.name == "min.insync.replicas"; });
+  int64_t value = 1;
+  if (entry != t.configs.end()) std::from_chars(entry->value.data(), entry->value.data() + entry->value.size(), value);
+  return static_cast<size_t>(std::max(int64_t{1}, value));   // validated when set: [1, ...)
+}
+
+}  // namespace
+
+std::string render_broker_partition_metrics(const std::vector<broker::topic_description>& topics, int32_t node_id) {
+  int64_t partitions = 0;
+  int64_t leaders = 0;
+  int64_t under_replicated = 0;
+  int64_t under_min_isr = 0;
+  for (const auto& t : topics) {
+    const size_t min_isr = min_insync_replicas_of(t);
+    for (const auto& p : t.partitions) {
+      if (!p.replica_here) continue;
+      ++partitions;
+      if (p.leader != node_id) continue;
+      ++leaders;
+      if (p.in_sync_replicas.size() < p.replicas.size()) ++under_replicated;
+      if (p.in_sync_replicas.size() < min_isr) ++under_min_isr;
+    }
+  }
+  return fmt::format(
+      "# HELP ringlog_broker_partition_count Partition replicas this broker holds (Kafka's PartitionCount).\n"
+      "# TYPE ringlog_broker_partition_count gauge\nringlog_broker_partition_count {}\n"
+      "# HELP ringlog_broker_leader_count Partitions this broker leads (Kafka's LeaderCount).\n"
+      "# TYPE ringlog_broker_leader_count gauge\nringlog_broker_leader_count {}\n"
+      "# HELP ringlog_broker_under_replicated_partitions Partitions this broker leads with fewer in-sync replicas "
+      "than replicas (Kafka's UnderReplicatedPartitions: sum() over the brokers is the cluster's count).\n"
+      "# TYPE ringlog_broker_under_replicated_partitions gauge\nringlog_broker_under_replicated_partitions {}\n"
+      "# HELP ringlog_broker_under_min_isr_partitions Partitions this broker leads with fewer in-sync replicas than "
+      "their min.insync.replicas: acks=all produces to them fail (Kafka's UnderMinIsrPartitionCount).\n"
+      "# TYPE ringlog_broker_under_min_isr_partitions gauge\nringlog_broker_under_min_isr_partitions {}\n",
+      partitions, leaders, under_replicated, under_min_isr);
+}
+
+std::string render_controller_metrics(int32_t node_id, int32_t controller_id) {
+  return fmt::format(
+      "# HELP ringlog_controller_active_controller_count 1 on the active controller (the metadata quorum's leader), "
+      "0 on every other node (Kafka's ActiveControllerCount): sum() over the nodes is 1 in a healthy cluster, 0 "
+      "without a quorum.\n"
+      "# TYPE ringlog_controller_active_controller_count gauge\n"
+      "ringlog_controller_active_controller_count {}\n"
+      "# HELP ringlog_metadata_quorum_leader_known 1 while this node knows a metadata quorum leader, 0 during an "
+      "election or a quorum loss (then broker states and partition counts from the metadata are as last known).\n"
+      "# TYPE ringlog_metadata_quorum_leader_known gauge\n"
+      "ringlog_metadata_quorum_leader_known {}\n",
+      controller_id >= 0 && controller_id == node_id ? 1 : 0, controller_id >= 0 ? 1 : 0);
 }
 
 }  // namespace ringlog::gateway

@@ -80,4 +80,23 @@ std::string render_replication_throttle_metrics(const broker::replication_thrott
 /// ringlog_autobalancer_moves_started_total{reason="node_add|balance|unavailable"}.
 std::string render_autobalancer_metrics(const broker::autobalancer_figures& figures);
 
+/// This broker's share of the partitions, from the metadata and the replicas it holds (Kafka's
+/// kafka.server:type=ReplicaManager gauges): ringlog_broker_partition_count (replicas held here,
+/// PartitionCount), ringlog_broker_leader_count (of them, led here: LeaderCount), and of the
+/// partitions led here ringlog_broker_under_replicated_partitions (fewer in-sync replicas than
+/// replicas: UnderReplicatedPartitions) and ringlog_broker_under_min_isr_partitions (fewer in-sync
+/// replicas than the topic's min.insync.replicas: UnderMinIsrPartitionCount). Each partition
+/// counts on its leader only, so sum() over the brokers is the cluster's figure. `topics` are those
+/// of /metrics: the clients' topics, not the internal ones (Kafka's gauges count those too).
+std::string render_broker_partition_metrics(const std::vector<broker::topic_description>& topics, int32_t node_id);
+
+/// Whether there is an active controller, as this node knows it (`controller_id` is the metadata
+/// quorum's leader, -1 while none is known): ringlog_controller_active_controller_count, 1 on the
+/// active controller and 0 elsewhere (Kafka's kafka.controller:type=KafkaController,
+/// name=ActiveControllerCount; sum() over the nodes is 1 in a healthy cluster), and
+/// ringlog_metadata_quorum_leader_known, 1 while this node knows a quorum leader. During a quorum
+/// loss both are 0 and the metadata gauges (broker states, under-replicated and offline counts)
+/// are as last known.
+std::string render_controller_metrics(int32_t node_id, int32_t controller_id);
+
 }  // namespace ringlog::gateway

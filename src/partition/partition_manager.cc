@@ -63,10 +63,11 @@ void partition_manager::schedule_maintenance() {
 }
 
 void partition_manager::maintain() {
-  // Retention runs every log.retention.check.interval.ms; checkpoints on every tick.
+  // Retention runs every log.retention.check.interval.ms, the first time retention_first_check_delay_ms
+  // after start (constants.h); checkpoints on every tick.
   const int64_t now = clock_.now_ms();
-  const bool retention_due = now - last_retention_ms_ >= maintenance_.retention_check_interval_ms;
-  if (retention_due) last_retention_ms_ = now;
+  const bool retention_due = now >= next_retention_ms_;
+  if (retention_due) next_retention_ms_ = now + maintenance_.retention_check_interval_ms;
   // One task per partition: its retention and checkpoint writes (a few fsyncs) then hold up
   // the shard's other work for one partition's worth at a time, not all of them at once.
   for (auto& [key, rt] : partitions_) {

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <utility>
 
+#include "ringlog/partition/constants.h"
 #include "ringlog/partition/partition_manager.h"
 
 namespace ringlog::partition {
@@ -196,7 +197,8 @@ partition_manager::partition_manager(size_t shard, runtime::shard_runtime& runti
       stopping_(stopping),
       cleaner_(cleaner),
       maintenance_(maintenance),
-      last_retention_ms_(clock.now_ms()),
+      next_retention_ms_(clock.now_ms() + std::min(retention_first_check_delay_ms,
+                                                   maintenance.retention_check_interval_ms)),
       context_(make_partition_context(services)) {}
 
 std::unique_ptr<partition_context> partition_manager::make_partition_context(const replica_services& services) {

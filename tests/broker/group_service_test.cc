@@ -485,3 +485,33 @@ TEST_CASE_FIXTURE(groups_fixture, "offsets.retention.minutes: a group whose last
   CHECK(group_committed("kept")->at(orders0).committed == model::offset{5});
   stop();
 }
+
+TEST_CASE("a call refused for not reaching the group's coordinator never names this broker as another's coordinator") {
+  // The metadata may make this broker the leader of the group's __consumer_offsets partition
+  // between the check that it is not and the refusal: the refusal then said "coordinated by
+  // broker 1 ..., not by this broker" answered by broker 1 (operator finding, session 35).
+  group_coordinator_route here;
+  here.where = group_coordinator_route::place::here;
+  here.node_id = 1;
+  here.offsets_partition = 7;
+  here.description = "broker 1 at http://127.0.0.1:28101";
+  const error becoming = not_coordinator_refusal("g", here);
+  CHECK(becoming.code == errc::coordinator_load_in_progress);
+  CHECK(becoming.message ==
+        "this broker is becoming the coordinator of group 'g' (the new leader of __consumer_offsets-7): retry");
+
+  group_coordinator_route peer = here;
+  peer.where = group_coordinator_route::place::peer;
+  peer.node_id = 2;
+  peer.description = "broker 2 at http://127.0.0.1:28102";
+  const error elsewhere = not_coordinator_refusal("g", peer);
+  CHECK(elsewhere.code == errc::not_coordinator);
+  CHECK(elsewhere.message == "group 'g' is coordinated by broker 2 at http://127.0.0.1:28102 (the leader of "
+                             "__consumer_offsets-7), not by this broker: send the group's calls there");
+
+  group_coordinator_route none;
+  none.offsets_partition = 7;
+  const error nobody = not_coordinator_refusal("g", none);
+  CHECK(nobody.code == errc::not_coordinator);
+  CHECK(nobody.message == "group 'g' has no coordinator now: __consumer_offsets-7 has no leader; retry");
+}

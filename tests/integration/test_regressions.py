@@ -116,6 +116,22 @@ def test_cleanup_policy_compact_does_not_delete_by_retention(broker, topic_name)
     assert len(recs) == 20, f"compact topic lost records: {o}"
 
 
+def test_retention_runs_soon_after_a_restart(fresh_broker, topic_name):
+    # FIXED, was a defect (low): the first retention check came a whole log.retention.check.interval.ms
+    # (5 min) after start, so a node restarted more often than that never applied retention. Kafka's
+    # LogManager runs its first check InitialTaskDelayMs (30 s) after start.
+    b = fresh_broker()
+    b.create_topic(topic_name, configs={"retention.ms": "1000", "segment.bytes": "1024"})
+    for i in range(20):
+        r = requests.post(f"{b.url}/topics/{topic_name}", json={"records": [{"value": b64("v" * 200)}]},
+                          headers={"Content-Type": BINARY})
+        assert r.status_code == 200, r.text
+    assert b.stop() == 0
+    b.start()   # log.retention.check.interval.ms stays at its default, 300000
+    wait_until(lambda: offsets(b, topic_name).get("beginning_offset", 0) > 0, 60,
+               "retention to remove the expired segments well before log.retention.check.interval.ms")
+
+
 def test_sigterm_answers_parked_long_poll_promptly(fresh_broker, topic_name):
     # FIXED, was a defect (medium): the HTTP drain waits for parked long-polls (counted in flight) and only then
     # the broker wakes them: SIGTERM takes shutdown.drain.timeout.ms (10 s) with one poll parked.

@@ -85,6 +85,9 @@ export function partitionHealth(described, brokerIds) {
   return { partitions, underReplicated, offline };
 }
 
+/** Shown above the brokers when the cluster has no active controller (the CLI's words). */
+export const NO_ACTIVE_CONTROLLER_NOTE = 'no active controller: broker states are as last known';
+
 export async function render(view, route, ctx) {
   const status = statusLine();
   const tiles = h('div', { class: 'tiles', 'data-testid': 'overview-tiles' });
@@ -147,7 +150,10 @@ export async function render(view, route, ctx) {
         isDedicatedController(meta.quorum, meta.brokerIds) ? null
           : tile('stored (all topics)', formatBytes(summary?.totals.size_bytes), { testid: 'tile-size' }));
       drawCharts();
-      fill(brokers, table([
+      // No active controller (an election, or no majority of voters): nothing fences or unfences a
+      // broker, so a dead broker keeps its last state; `ringlog cluster status` says the same.
+      fill(brokers, meta.controller === null ? h('p', { class: 'muted', 'data-testid': 'brokers-stale' },
+        NO_ACTIVE_CONTROLLER_NOTE) : null, table([
         { title: 'broker', cell: (id) => String(id), num: true },
         { title: 'role', cell: (id) => {
           const role = brokerRole(id, meta.controller, meta.quorum);

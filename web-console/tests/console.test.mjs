@@ -397,6 +397,35 @@ test('the delayed-delivery view shows pending delayed records by due time, the n
   assertNoPageErrors();
 });
 
+test('without an active controller the overview says broker states are as last known', async () => {
+  // A one-node cluster always has its controller: the browser is shown the answers of a cluster
+  // whose quorum lost its leader (no controller link, quorum leader_id null), as during a quorum loss.
+  const isCluster = (url) => /^\/v3\/clusters\/[^/]+$/.test(url.pathname);
+  const isQuorum = (url) => /^\/v3\/clusters\/[^/]+\/quorum$/.test(url.pathname);
+  const rewrite = (change) => async (route) => {
+    const response = await route.fetch();
+    const body = await response.json();
+    change(body);
+    await route.fulfill({ response, json: body });
+  };
+  await page.route(isCluster, rewrite((body) => { delete body.controller; }));
+  await page.route(isQuorum, rewrite((body) => { body.leader_id = null; }));
+  try {
+    await go('/overview');
+    await page.reload();
+    await page.getByTestId('brokers-stale').waitFor();
+    assert.equal(await page.getByTestId('brokers-stale').textContent(), 'no active controller: broker states are as last known');
+  } finally {
+    await page.unroute(isCluster);
+    await page.unroute(isQuorum);
+  }
+  // With the controller back, the caveat goes.
+  await page.reload();
+  await until('the broker state', async () => (await page.getByTestId('broker-state-0').textContent()) === 'unfenced');
+  assert.equal(await page.getByTestId('brokers-stale').count(), 0);
+  assertNoPageErrors();
+});
+
 test('every page renders on a desktop and a phone screen (screenshots saved)', async () => {
   const pages = [
     ['overview', '/overview', async () => until('overview tiles', async () => (await page.getByTestId('tile-topics').count()) === 1)],

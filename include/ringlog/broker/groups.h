@@ -243,6 +243,15 @@ struct group_coordinator_route {
   std::string description;
 };
 
+/// The refusal of a call of group `group_id` that reached a broker not serving the group now, from
+/// where `route` (read after the broker found it does not lead the group's __consumer_offsets
+/// partition) says the group is served: peer, not_coordinator naming that broker ("send the
+/// group's calls there"); none, not_coordinator saying the partition has no leader; here (the
+/// metadata made this broker the leader since: its leadership is not applied yet),
+/// coordinator_load_in_progress saying this broker is becoming the coordinator. Each is
+/// retriable (HTTP 503 with Retry-After); none names this broker as another's coordinator.
+[[nodiscard]] error not_coordinator_refusal(const std::string& group_id, const group_coordinator_route& route);
+
 class group_api {
  public:
   virtual ~group_api() = default;

@@ -15,6 +15,12 @@ inline constexpr size_t controller_shard = 0;
 /// How long a group coordinator's write to __consumer_offsets waits for the in-sync replicas
 /// (Kafka's offsets.commit.timeout.ms default).
 inline constexpr int64_t internal_append_timeout_ms = 5000;
+/// How long after start the first retention check runs (then every log.retention.check.interval.ms;
+/// sooner when that interval is shorter). Kafka's LogManager schedules its first retention check
+/// InitialTaskDelayMs (30 s) after start, not a whole interval (5 min) later: a node restarted more
+/// often than the interval would otherwise never apply retention. 30 s lets the log recovery and
+/// the first leader elections settle first, as in Kafka.
+inline constexpr int64_t retention_first_check_delay_ms = 30'000;
 /// Reads a shard keeps for fetches that ask for the same records (recent_read): live tails of a
 /// partition sit at one or two positions, so a few suffice, and the linear search stays trivial.
 inline constexpr size_t recent_reads_max = 8;

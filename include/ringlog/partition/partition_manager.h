@@ -265,7 +265,7 @@ class partition_manager {
   const std::atomic<bool>& stopping_;
   compaction& cleaner_;
   const maintenance_settings maintenance_;
-  int64_t last_retention_ms_;   // clock ms of the last retention check
+  int64_t next_retention_ms_;   // clock ms from which the next tick checks retention
   /// What this shard's replicas reach (partition.h); declared before them, so it outlives them.
   std::unique_ptr<partition_context> context_;
   /// partition_runtime::uid: unique on this shard (a partition's shard never changes), so a
