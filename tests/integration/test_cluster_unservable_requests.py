@@ -9,7 +9,7 @@ import socket
 import struct
 
 from conftest import Broker, free_port, wait_until
-from kafka_wire import string
+from kafka_wire import FlexReader, compact_string, exchange_flexible, string, uvarint
 
 PEER = "ringlog-node-7"
 
@@ -78,5 +78,32 @@ def test_an_undecodable_request_closes_the_connection_with_a_warning(ringlog_bin
         assert sum("a request it cannot serve" in l and "api_key=53 " in l for l in log.splitlines()) == 1
         # The node still serves: a good request on a new connection is answered.
         assert closed_unanswered(cluster_port, 18, 0, b"") is False
+    finally:
+        b.stop()
+
+
+def vote_v0(cluster_id, candidate_id, candidate_epoch):
+    """A Vote v0 body (KIP-595) for __cluster_metadata-0: a log as long as anyone's."""
+    partition = struct.pack(">iiiiq", 0, candidate_epoch, candidate_id, 0, 0) + uvarint(0)
+    topic = compact_string("__cluster_metadata") + uvarint(2) + partition + uvarint(0)
+    return compact_string(cluster_id) + uvarint(2) + topic + uvarint(0)
+
+
+def test_a_vote_naming_the_node_itself_as_candidate_is_answered_not_granted(ringlog_bin, tmp_path):
+    """KafkaRaftClient answers every Vote; a candidate never grants itself one by request. Session
+    34's breaker sent node 1 a Vote with candidate id 1: no answer."""
+    b, cluster_port = one_node(tmp_path)
+    b.start()
+    try:
+        props = (tmp_path / "data" / "meta.properties").read_text()
+        cluster_id = next(l.split("=", 1)[1].strip() for l in props.splitlines() if l.startswith("cluster.id="))
+        with socket.create_connection(("127.0.0.1", cluster_port), timeout=10) as s:
+            _, answer = exchange_flexible(s, 52, 0, 5, vote_v0(cluster_id, 1, 1 << 20), client_id="ringlog-node-1")
+        r = FlexReader(answer[1:])   # after the response header's tagged fields
+        top_error = r.take(">h")
+        assert r.uvarint() == 2 and r.compact_string() == "__cluster_metadata" and r.uvarint() == 2
+        index, error, leader, epoch, granted = r.take(">i"), r.take(">h"), r.take(">i"), r.take(">i"), r.take(">b")
+        assert (top_error, index, error, granted) == (0, 0, 0, 0), (top_error, index, error, granted)
+        assert epoch < 1 << 20, "the request moved the node's epoch"
     finally:
         b.stop()
