@@ -1,5 +1,6 @@
 #include "ringlog/base/text.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace ringlog::base {
@@ -11,6 +12,24 @@ std::optional<int64_t> parse_int(std::string_view text, int64_t min, int64_t max
   if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
   if (value < min || value > max) return std::nullopt;
   return value;
+}
+
+std::string_view trim_blanks(std::string_view text) {
+  constexpr std::string_view blanks = " \t\f\r";
+  const size_t first = text.find_first_not_of(blanks);
+  if (first == std::string_view::npos) return text.substr(text.size());
+  return text.substr(first, text.find_last_not_of(blanks) + 1 - first);
+}
+
+std::vector<std::string_view> split_list(std::string_view list) {
+  std::vector<std::string_view> out;
+  if (trim_blanks(list).empty()) return out;
+  for (size_t start = 0; start <= list.size();) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    out.push_back(trim_blanks(list.substr(start, comma - start)));
+    start = comma + 1;
+  }
+  return out;
 }
 
 std::string percent_encode_segment(std::string_view text) {

@@ -10,6 +10,7 @@
 #include "metadata_barrier.h"
 #include "metadata_publisher.h"
 #include "security_manager.h"
+#include "ringlog/model/types.h"
 #include "ringlog/security/acl_host.h"
 
 namespace ringlog::broker {
@@ -78,7 +79,7 @@ security::authorization_decision security_manager::authorize(const security::kaf
 }
 
 std::optional<error> security_manager::auto_create_refusal(const produce_request& request) const {
-  if (!config_.auto_create_topics_enable || request.topic.starts_with("__")) {
+  if (!config_.auto_create_topics_enable || model::is_internal_topic(request.topic)) {
     return error{errc::unknown_topic_or_partition, unknown_topic_message(request.topic)};
   }
   if (!config_.authorizer_enabled) return std::nullopt;

@@ -60,10 +60,9 @@ void cluster_fetch_router::share_fetch_handler() {
 
 void cluster_fetch_router::route_cluster_fetch(const protocol::request_header_data& header,
                                                std::span<const std::byte> body, rpc::respond_fn respond) {
-  protocol::reader rd(body);
-  auto decoded = protocol::fetch_request_data::decode(rd, header.request_api_version);
-  if (!decoded.ok()) return;   // unanswered: the follower times out and retries
-  auto request = std::move(decoded).value();
+  auto decoded = decode_or_close<protocol::fetch_request_data>(header, body, respond);
+  if (!decoded) return;
+  auto request = std::move(*decoded);
   const bool metadata_log = header.request_api_version >= 13
                                 ? (!request.topics.empty() && request.topics[0].topic_id == controller::quorum_wire::metadata_topic_id())
                                 : (!request.topics.empty() && request.topics[0].topic == controller::quorum_wire::metadata_topic);
@@ -80,9 +79,8 @@ void cluster_fetch_router::route_cluster_fetch(const protocol::request_header_da
 
 void metadata_writer::handle_envelope(const protocol::request_header_data& header, std::vector<std::byte> body,
                                       rpc::respond_fn respond) {
-  protocol::reader rd(body);
-  auto request = protocol::envelope_request_data::decode(rd, header.request_api_version);
-  if (!request.ok()) return;  // unanswered: the sender times out, and its error names the controller
+  auto request = decode_or_close<protocol::envelope_request_data>(header, body, respond);
+  if (!request) return;
   auto answer = [header, respond](int16_t code, std::string message, int64_t offset) mutable {
     protocol::envelope_response_data response;
     response.error_code = code;

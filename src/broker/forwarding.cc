@@ -308,9 +308,13 @@ void leader_forwarder::fail_moved_forwards(const metadata_view& view) {
 
 void leader_forwarder::handle_forwarded_produce(const protocol::request_header_data& header,
                                                 std::span<const std::byte> body, rpc::respond_fn respond) {
-  protocol::reader rd(body);
-  auto decoded = protocol::produce_request_data::decode(rd, header.request_api_version);
-  if (!decoded.ok() || decoded->topic_data.size() != 1 || decoded->topic_data[0].partition_data.size() != 1) return;
+  auto decoded = decode_or_close<protocol::produce_request_data>(header, body, respond);
+  if (!decoded) return;
+  if (decoded->topic_data.size() != 1 || decoded->topic_data[0].partition_data.size() != 1) {
+    // Our forwarder sends one partition per call (forward_produce); anything else is no peer's.
+    return close_connection(header, protocol::produce_request_data::schema_name,
+                            "a forwarded produce names one topic and one partition", respond);
+  }
   auto& topic = decoded->topic_data[0];
   auto& part = topic.partition_data[0];
   protocol::produce_response_data response;
@@ -626,9 +630,13 @@ void leader_forwarder::forward_list_offsets(int32_t leader, list_offsets_request
 
 void leader_forwarder::handle_forwarded_list_offsets(const protocol::request_header_data& header,
                                                      std::span<const std::byte> body, rpc::respond_fn respond) {
-  protocol::reader rd(body);
-  auto decoded = protocol::list_offsets_request_data::decode(rd, header.request_api_version);
-  if (!decoded.ok() || decoded->topics.size() != 1 || decoded->topics[0].partitions.size() != 1) return;
+  auto decoded = decode_or_close<protocol::list_offsets_request_data>(header, body, respond);
+  if (!decoded) return;
+  if (decoded->topics.size() != 1 || decoded->topics[0].partitions.size() != 1) {
+    // Our forwarder asks for one partition per call (forward_list_offsets); anything else is no peer's.
+    return close_connection(header, protocol::list_offsets_request_data::schema_name,
+                            "a forwarded ListOffsets names one topic and one partition", respond);
+  }
   const auto& t = decoded->topics[0];
   const auto& p = t.partitions[0];
   list_offsets_request request;

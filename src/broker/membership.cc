@@ -17,6 +17,7 @@
 #include "ringlog/base/assert.h"
 #include "ringlog/broker/errc.h"
 #include "ringlog/controller/metadata_entry.h"
+#include "ringlog/model/types.h"
 #include "ringlog/protocol/error_codes.h"
 
 namespace ringlog::broker::detail {
@@ -160,7 +161,7 @@ result<void> active_controller::check_proposed_entry(std::span<const std::byte> 
     }
     if (const auto* removal = std::get_if<protocol::remove_topic_record>(&record)) {
       const auto* removed = image->find_topic(removal->topic_id);
-      if (removed != nullptr && removed->name.starts_with("__")) {
+      if (removed != nullptr && model::is_internal_topic(removed->name)) {
         return error{errc::invalid_request, "internal topic '" + removed->name + "' cannot be deleted"};
       }
     }

@@ -5,6 +5,7 @@
 
 #include "broker_configs.h"
 #include "ringlog/controller/metadata_entry.h"
+#include "ringlog/model/types.h"
 
 namespace ringlog::broker {
 namespace {
@@ -122,7 +123,7 @@ std::shared_ptr<const metadata_view> make_view(const metadata_view& previous,
     }
     auto state = std::make_shared<topic_state>();
     state->image = topic;
-    state->is_internal = name.starts_with("__");
+    state->is_internal = model::is_internal_topic(name);
     if (same_topic) {
       state->partitions = old->second->partitions;
       state->next_keyless_partition = old->second->next_keyless_partition;

@@ -161,9 +161,8 @@ void metadata_barrier::list_offsets(list_offsets_request request,
 void metadata_barrier::handle_describe_quorum(const protocol::request_header_data& header,
                                               std::vector<std::byte> body, rpc::respond_fn respond) {
   RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
-  protocol::reader rd(body);
-  auto request = protocol::describe_quorum_request_data::decode(rd, header.request_api_version);
-  if (!request.ok()) return;   // unanswered: the caller's request times out and it plans as before
+  auto request = decode_or_close<protocol::describe_quorum_request_data>(header, body, respond);
+  if (!request) return;
   protocol::describe_quorum_response_data response;
   auto& partition = response.topics.emplace_back();
   partition.topic_name = "__cluster_metadata";

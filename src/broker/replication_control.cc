@@ -47,7 +47,6 @@ void answer_state(protocol::alter_partition_response_data::partition_data& out, 
 
 void active_controller::handle_alter_partition(const protocol::request_header_data& header,
                                                std::vector<std::byte> body, rpc::respond_fn respond) {
-  // A request that does not decode is not answered: the leader's times out and it proposes again.
   answer_request<protocol::alter_partition_request_data>(header, body, std::move(respond),
                                                          [this](auto request, auto answer) {
     alter_partition(std::move(request), std::move(answer));

@@ -7,6 +7,7 @@
 
 #include "broker_configs.h"
 #include "ringlog/base/constants.h"
+#include "ringlog/base/text.h"
 #include "ringlog/codec/compression.h"
 
 namespace ringlog::broker {
@@ -145,12 +146,9 @@ std::optional<double> parse_ratio(const std::string& value) {
 std::optional<std::string> parse_cleanup_policy(const std::string& value) {
   bool compact = false;
   bool del = false;
-  size_t at = 0;
-  while (at <= value.size()) {
-    const size_t comma = std::min(value.find(',', at), value.size());
-    std::string item = value.substr(at, comma - at);
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
+  const auto items = base::split_list(value);
+  if (items.empty()) return std::nullopt;   // a blank value
+  for (std::string_view item : items) {
     if (item == "compact") {
       compact = true;
     } else if (item == "delete") {
@@ -158,7 +156,6 @@ std::optional<std::string> parse_cleanup_policy(const std::string& value) {
     } else {
       return std::nullopt;   // an unknown or empty item
     }
-    at = comma + 1;
   }
   if (compact && del) return "compact,delete";
   return compact ? "compact" : "delete";

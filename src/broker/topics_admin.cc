@@ -15,6 +15,7 @@
 #include "broker_configs.h"
 #include "ringlog/base/constants.h"
 #include "ringlog/controller/internal_topics.h"
+#include "ringlog/model/types.h"
 #include "metadata_publisher.h"
 #include "topic_config.h"
 
@@ -87,7 +88,7 @@ void admin_manager::create_topic(create_topic_request request, std::function<voi
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
   barrier_.post_caught_up([this, request = std::move(request), done = std::move(done)]() mutable {
     if (auto valid = validate_topic_name(request.name); !valid.ok()) return done(valid.error());
-    if (request.name.starts_with("__")) {
+    if (model::is_internal_topic(request.name)) {
       return done(error{errc::invalid_topic_exception,
                         "topic names starting with '__' are reserved for internal topics: " + request.name});
     }

@@ -221,9 +221,8 @@ void partition_transactions::forward_txn_marker(int32_t leader, const txn_marker
 void partition_transactions::handle_write_txn_markers(const protocol::request_header_data& header,
                                                       std::span<const std::byte> body,
                                                       rpc::respond_fn respond) {
-  protocol::reader rd(body);
-  auto decoded = protocol::write_txn_markers_request_data::decode(rd, header.request_api_version);
-  if (!decoded.ok()) return;   // the transport answers nothing: the sender times out and retries
+  auto decoded = decode_or_close<protocol::write_txn_markers_request_data>(header, body, respond);
+  if (!decoded) return;
   std::vector<txn_marker> markers;
   for (const auto& w : decoded->markers) {
     txn_marker m;
@@ -328,9 +327,8 @@ void partition_transactions::verify_txn_partition(const std::string& transaction
 void partition_transactions::handle_verify_txn_partitions(const protocol::request_header_data& header,
                                                           std::span<const std::byte> body, rpc::respond_fn respond) {
   using response_data = protocol::add_partitions_to_txn_response_data;
-  protocol::reader rd(body);
-  auto decoded = protocol::add_partitions_to_txn_request_data::decode(rd, header.request_api_version);
-  if (!decoded.ok()) return;   // the transport answers nothing: the sender times out (retriable)
+  auto decoded = decode_or_close<protocol::add_partitions_to_txn_request_data>(header, body, respond);
+  if (!decoded) return;
   // One answer slot per (transaction, topic, partition), filled on whichever shard answers.
   struct gather {
     response_data response;

@@ -14,6 +14,7 @@
 
 #include "ringlog/base/assert.h"
 #include "ringlog/group/coordinator_partition.h"
+#include "ringlog/model/types.h"
 
 namespace ringlog::broker {
 namespace {
@@ -408,7 +409,7 @@ void txn_service_impl::add_partitions_of(std::string transactional_id, model::pr
     // topics) are written by the broker only: a producer's write to them is refused (Kafka:
     // "Cannot append to internal topic"; ringlog's produce answers topic_authorization_failed,
     // HTTP 403, and so does this). A group's offsets join a transaction through add_offsets.
-    if (!internal_allowed && tp.topic.starts_with("__")) {
+    if (!internal_allowed && model::is_internal_topic(tp.topic)) {
       return done(error{errc::topic_authorization_failed,
                         "topic '" + tp.topic + "' is internal: producers cannot write to it, so it cannot join a "
                         "transaction (a group's offsets join through the offsets call, AddOffsetsToTxn); no "

@@ -11,6 +11,7 @@
 
 #include "ringlog/base/assert.h"
 #include "ringlog/base/constants.h"
+#include "ringlog/base/text.h"
 
 namespace ringlog::config {
 
@@ -28,12 +29,6 @@ std::optional<std::string> printed_address(std::string_view text) {
   static constexpr unsigned char v4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
   if (std::equal(v4_mapped, v4_mapped + 12, raw)) return ::inet_ntop(AF_INET, raw + 12, out, sizeof out);
   return ::inet_ntop(AF_INET6, raw, out, sizeof out);
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\f' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\f' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
 }
 
 error invalid(std::string_view key, std::string_view value, std::string_view why) {
@@ -132,20 +127,6 @@ key_spec template_key(std::string name, std::string server_config::*field, std::
 /// guidance is 3 or 5; past 9 every commit pays for more round trips than it gains in safety.
 constexpr size_t quorum_voters_max = 9;
 
-/// The items of a comma-separated list, blanks around each trimmed (an empty list has none).
-std::vector<std::string_view> split_list(std::string_view v) {
-  std::vector<std::string_view> out;
-  if (trim(v).empty()) return out;
-  size_t start = 0;
-  while (start <= v.size()) {
-    size_t comma = v.find(',', start);
-    if (comma == std::string_view::npos) comma = v.size();
-    out.push_back(trim(v.substr(start, comma - start)));
-    start = comma + 1;
-  }
-  return out;
-}
-
 struct host_port {
   std::string host;
   int32_t port = 0;
@@ -202,7 +183,7 @@ std::string lower(std::string_view s) {
 /// is left empty (resolve_listeners takes it from listener.security.protocol.map).
 base::result<std::vector<listener_record>, std::string> parse_listeners(std::string_view v, bool host_names = false) {
   std::vector<listener_record> out;
-  for (std::string_view item : split_list(v)) {
+  for (std::string_view item : base::split_list(v)) {
     size_t scheme_end = item.find("://");
     if (scheme_end == std::string_view::npos || scheme_end == 0) {
       return "each listener must look like NAME://HOST:PORT, got '" + std::string(item) + "'";
@@ -294,8 +275,8 @@ std::optional<std::string> check_ssl_value(std::string_view key, std::string_vie
     return "must be none, requested or required";
   }
   if (key == "ssl.enabled.protocols") {
-    if (split_list(v).empty()) return "must name TLSv1.2 and/or TLSv1.3";
-    for (std::string_view item : split_list(v)) {
+    if (base::split_list(v).empty()) return "must name TLSv1.2 and/or TLSv1.3";
+    for (std::string_view item : base::split_list(v)) {
       if (item != "TLSv1.2" && item != "TLSv1.3") {
         return "unknown or unsupported protocol '" + std::string(item) + "' (TLSv1.2, TLSv1.3)";
       }
@@ -477,7 +458,7 @@ std::vector<key_spec> connection_limit_keys() {
                "per-address exceptions to max.connections.per.ip: host:count,host:count (0 refuses that address)",
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
                  std::map<std::string, int64_t> out;
-                 for (std::string_view item : split_list(v)) {
+                 for (std::string_view item : base::split_list(v)) {
                    const size_t colon = item.rfind(':');
                    int64_t count = -1;
                    const char* end = item.data() + item.size();
@@ -718,7 +699,7 @@ const std::vector<key_spec>& key_table() {
       key_spec{"log.cleanup.policy",
                "default cleanup.policy of topics: delete, compact, or the list compact,delete",
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
-                 auto items = split_list(v);
+                 auto items = base::split_list(v);
                  if (items.empty()) return "must be delete, compact or compact,delete";
                  for (std::string_view item : items) {
                    if (item != "delete" && item != "compact") {
@@ -817,16 +798,16 @@ const std::vector<key_spec>& key_table() {
                "SASL_SSL); the protocol names map to themselves, CLUSTER to PLAINTEXT unless set here",
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
                  c.listener_security_protocol_map.clear();
-                 for (std::string_view item : split_list(v)) {
+                 for (std::string_view item : base::split_list(v)) {
                    size_t colon = item.find(':');
                    if (colon == std::string_view::npos || colon == 0) {
                      return "each entry must look like NAME:PROTOCOL, got '" + std::string(item) + "'";
                    }
-                   std::string protocol = upper(trim(item.substr(colon + 1)));
+                   std::string protocol = upper(base::trim_blanks(item.substr(colon + 1)));
                    if (!is_security_protocol(protocol)) {
                      return "unknown security protocol '" + protocol + "' (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)";
                    }
-                   c.listener_security_protocol_map[upper(trim(item.substr(0, colon)))] = protocol;
+                   c.listener_security_protocol_map[upper(base::trim_blanks(item.substr(0, colon)))] = protocol;
                  }
                  return std::nullopt;
                },
@@ -848,7 +829,7 @@ const std::vector<key_spec>& key_table() {
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
                  bool broker = false;
                  bool controller = false;
-                 for (std::string_view item : split_list(v)) {
+                 for (std::string_view item : base::split_list(v)) {
                    if (item == "broker" && !broker) {
                      broker = true;
                    } else if (item == "controller" && !controller) {
@@ -871,7 +852,7 @@ const std::vector<key_spec>& key_table() {
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
                  c.controller_quorum_voters.clear();
                  if (v.empty()) return std::nullopt;
-                 for (std::string_view item : split_list(v)) {
+                 for (std::string_view item : base::split_list(v)) {
                    size_t at = item.find('@');
                    if (at == std::string_view::npos) return "each voter must look like ID@HOST:PORT, got '" + std::string(item) + "'";
                    int64_t id = -1;
@@ -948,7 +929,7 @@ const std::vector<key_spec>& key_table() {
                "(JWTs checked by the sasl.oauthbearer.* keys). Kafka's default, GSSAPI, is not served",
                [](server_config& c, std::string_view v) -> std::optional<std::string> {
                  std::vector<std::string> out;
-                 for (std::string_view item : split_list(v)) {
+                 for (std::string_view item : base::split_list(v)) {
                    if (item != "SCRAM-SHA-256" && item != "SCRAM-SHA-512" && item != "PLAIN" && item != "OAUTHBEARER") {
                      return "mechanism '" + std::string(item) + "' is not supported (SCRAM-SHA-*, PLAIN, OAUTHBEARER)";
                    }
@@ -1000,7 +981,7 @@ result<properties> parse_properties(std::string_view text, std::string_view sour
     std::string_view line = text.substr(pos, end - pos);
     pos = end + 1;
     ++line_number;
-    std::string_view t = trim(line);
+    std::string_view t = base::trim_blanks(line);
     if (logical.empty()) {
       logical_start = line_number;
       if (t.empty() || t.front() == '#' || t.front() == '!') {
@@ -1022,8 +1003,8 @@ result<properties> parse_properties(std::string_view text, std::string_view sour
       return error{errc::parse_error, std::string(source) + ":" + std::to_string(logical_start) + ": \"" + logical +
                                           "\" is not key=value"};
     }
-    std::string key(trim(std::string_view(logical).substr(0, sep)));
-    std::string value(trim(std::string_view(logical).substr(sep + 1)));
+    std::string key(base::trim_blanks(std::string_view(logical).substr(0, sep)));
+    std::string value(base::trim_blanks(std::string_view(logical).substr(sep + 1)));
     if (key.empty()) {
       return error{errc::parse_error, std::string(source) + ":" + std::to_string(logical_start) + ": empty key"};
     }
@@ -1039,10 +1020,10 @@ result<properties> parse_properties(std::string_view text, std::string_view sour
 
 result<std::pair<std::string, std::string>> parse_assignment(std::string_view text) {
   size_t eq = text.find('=');
-  if (eq == std::string_view::npos || trim(text.substr(0, eq)).empty()) {
+  if (eq == std::string_view::npos || base::trim_blanks(text.substr(0, eq)).empty()) {
     return error{errc::parse_error, "--set \"" + std::string(text) + "\" is not key=value"};
   }
-  return std::pair{std::string(trim(text.substr(0, eq))), std::string(trim(text.substr(eq + 1)))};
+  return std::pair{std::string(base::trim_blanks(text.substr(0, eq))), std::string(base::trim_blanks(text.substr(eq + 1)))};
 }
 
 namespace {
@@ -1290,7 +1271,7 @@ std::vector<std::string> sasl_mechanisms_of(const server_config& c, std::string_
   auto it = per_listener->second.find("sasl.enabled.mechanisms");
   if (it == per_listener->second.end()) return c.sasl_enabled_mechanisms;
   std::vector<std::string> out;
-  for (std::string_view item : split_list(it->second)) out.emplace_back(item);   // checked when set
+  for (std::string_view item : base::split_list(it->second)) out.emplace_back(item);   // checked when set
   return out;
 }
 

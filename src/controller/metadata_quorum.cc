@@ -202,7 +202,10 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
         auto self = weak.lock();
         if (!self) return;
         auto request = quorum_wire::decode_request(api_key, header.request_api_version, body);
-        if (!request.ok()) return;  // unanswered: the peer's request times out (and its log says why)
+        // One that does not decode, or names another log than __cluster_metadata-0, closes the
+        // connection (rpc::close_connection_frame); its error names the request and version
+        // ("BeginQuorumEpochRequest v0: topics: truncated ...").
+        if (!request.ok()) return respond(rpc::close_connection_frame(header, request.error().message));
         self->rt.post(self->shard, [self, header, request = std::move(request).value(),
                                          respond = std::move(respond)]() mutable {
           self->on_request(header, std::move(request), std::move(respond));

@@ -5,6 +5,7 @@
 
 #include "ringlog/base/assert.h"
 #include "ringlog/delay/constants.h"
+#include "ringlog/model/types.h"
 
 namespace ringlog::delay {
 namespace {
@@ -125,7 +126,7 @@ result<void> validate_topic_template(std::string_view key, std::string_view valu
     return refuse("must hold <topic> and <group> once each (it holds <topic> " + std::to_string(topics) +
                   " times, <group> " + std::to_string(groups) + " times), so every topic and group has its own");
   }
-  if (value.starts_with("__")) return refuse("may not start with \"__\" (internal topics)");
+  if (model::is_internal_topic(value)) return refuse("may not start with \"__\" (internal topics)");
   return base::ok_v;
 }
 

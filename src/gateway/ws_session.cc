@@ -31,6 +31,7 @@
 #include "record_json.h"
 #include "request_parsing.h"
 #include "stream_limits.h"
+#include "ws_metered_stream.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/delay/constants.h"
 
@@ -193,7 +194,7 @@ enum close_code : uint16_t {
 class ws_session final : public std::enable_shared_from_this<ws_session> {
  public:
   ws_session(runtime::shard_socket socket, http::request<http::string_body> upgrade, ws_context context)
-      : ws_(std::move(socket)),
+      : ws_(std::move(socket), limits::ws_message_bytes_max),
         upgrade_(std::move(upgrade)),
         ctx_(context),
         calls_(*context.broker, context.forwarder, context.broker->config().fetch_wait_max_ms,
@@ -220,7 +221,18 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
         [](websocket::response_type& res) { res.set(http::field::server, "ringlog"); }));
     // read() enforces ws_message_bytes_max and closes with a reason; Beast's own limit is off (0),
     // since it checks a frame's declared length before reading it and closes with no reason.
+    // A frame header declaring a message over the limit closes at once, with the same reason
+    // (ws_metered_stream): Beast would wait for its payload first, 2^63 bytes of it if declared.
     ws_.read_message_max(0);
+    ws_.next_layer().on_over_limit([weak = weak_from_this()](uint64_t declared_bytes) {
+      auto self = weak.lock();
+      if (!self) return;
+      self->on_executor([self, declared_bytes] {
+        if (self->closing_) return;
+        spdlog::debug("msg=\"websocket message over the limit\" declared_bytes={}", declared_bytes);
+        self->close_with(message_too_big, too_big_reason());
+      });
+    });
     ws_.async_accept(upgrade_, [self = shared_from_this()](beast::error_code ec) {
       if (ec) return self->teardown();
       self->read();
@@ -279,6 +291,10 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   }
 
   // ---- reading
+  static std::string too_big_reason() {
+    return "message larger than " + std::to_string(limits::ws_message_bytes_max) + " bytes (ws_message_bytes_max)";
+  }
+
   /// Reads the next message a piece at a time, at most one byte past ws_message_bytes_max: a
   /// larger message is closed with 1009 and a reason by close_with. (With Beast's own
   /// read_message_max as the limit, Beast closes the connection itself, with an empty reason.)
@@ -295,8 +311,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     }
     if (in_.size() > limits::ws_message_bytes_max) {
       in_.consume(in_.size());
-      return close_with(message_too_big, "message larger than " + std::to_string(limits::ws_message_bytes_max) +
-                                             " bytes (ws_message_bytes_max)");
+      return close_with(message_too_big, too_big_reason());
     }
     if (!ws_.is_message_done()) return read();
     if (!ws_.got_text()) {
@@ -1353,7 +1368,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     beast::get_lowest_layer(ws_).close();
   }
 
-  websocket::stream<beast::basic_stream<tcp, runtime::shard_executor>> ws_;
+  websocket::stream<ws_metered_stream> ws_;
   http::request<http::string_body> upgrade_;
   ws_context ctx_;
   member_calls calls_;   // the member's group calls, through any broker (member_calls.h)

@@ -7,6 +7,7 @@
 #include "ringlog/base/assert.h"
 #include "ringlog/group/assignor.h"
 #include "ringlog/group/limits.h"
+#include "ringlog/model/types.h"
 
 namespace ringlog::group {
 namespace {
@@ -143,8 +144,6 @@ result<void> check_timeout(int64_t value, const char* field) {
   return base::ok_v;
 }
 
-bool is_internal_topic(std::string_view topic) { return topic.starts_with("__"); }
-
 }  // namespace
 
 std::string_view to_string(group_state s) {
@@ -255,7 +254,7 @@ std::set<std::string> group_coordinator::resolve_topics(const group_state_data& 
     case subscription_kind::pattern:
       RINGLOG_ASSERT(m.pattern.has_value(), "pattern subscription without a compiled regex");
       for (const auto& [topic, count] : topics_) {
-        if (is_internal_topic(topic) || !std::regex_match(topic, *m.pattern)) continue;
+        if (model::is_internal_topic(topic) || !std::regex_match(topic, *m.pattern)) continue;
         if (pattern_topic_filter_ && !pattern_topic_filter_(g.group_id, m.meta.member_id, topic)) continue;
         out.insert(topic);
       }

@@ -289,9 +289,8 @@ void handle_create_topics(const request_context& ctx, protocol::create_topics_re
     create.name = t.name;
     if (t.num_partitions != -1) create.partitions_count = t.num_partitions;
     if (t.replication_factor != -1) create.replication_factor = t.replication_factor;
-    for (const auto& c : t.configs) {
-      if (c.value) create.configs[c.name] = *c.value;
-    }
+    // Every value is set: a null one refused the topic above (null_config_names).
+    for (const auto& c : t.configs) create.configs[c.name] = *c.value;
     create.validate_only = request.validate_only;
     create.partitions_field = "num_partitions";   // CreateTopics' NumPartitions, as errors name it
     b.admin().create_topic(std::move(create), [g, i](broker::result<broker::topic_description> created) {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "handlers.h"
+#include "ringlog/base/text.h"
 
 namespace ringlog::kafka::detail {
 
@@ -66,18 +67,12 @@ constexpr int8_t op_set = 0, op_delete = 1, op_append = 2, op_subtract = 3;
 /// APPEND and SUBTRACT apply to (Kafka answers any other INVALID_CONFIG... "not allowed").
 bool is_list_config(std::string_view name) { return name == "cleanup.policy" || name == "log.cleanup.policy"; }
 
-/// The items of a LIST config value: split on ',', each trimmed of blanks (" \t"), as the
-/// cleanup.policy parser reads them (Kafka's ConfigDef.parseType splits a LIST on "\s*,\s*");
-/// blank items are left out. "compact, delete" -> {"compact", "delete"}.
+/// The items of a LIST config value (base::split_list), blank items left out.
+/// "compact, delete" -> {"compact", "delete"}.
 std::vector<std::string> list_items(std::string_view list) {
-  constexpr std::string_view blanks = " \t";
   std::vector<std::string> out;
-  for (size_t start = 0; start <= list.size();) {
-    const size_t comma = std::min(list.find(',', start), list.size());
-    std::string_view item = list.substr(start, comma - start);
-    const size_t first = item.find_first_not_of(blanks);
-    if (first != std::string_view::npos) out.emplace_back(item.substr(first, item.find_last_not_of(blanks) + 1 - first));
-    start = comma + 1;
+  for (std::string_view item : base::split_list(list)) {
+    if (!item.empty()) out.emplace_back(item);
   }
   return out;
 }

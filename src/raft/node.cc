@@ -131,8 +131,16 @@ void node::tick(int64_t now_ms) {
 }
 
 void node::handle(const message& m) {
-  if (m.to != cfg_.self || m.from == cfg_.self) {
+  if (m.to != cfg_.self) {
     return;  // a misrouted message is dropped
+  }
+  if (m.from == cfg_.self) {
+    // This node never sends itself a message, so this one came from elsewhere naming it. A vote
+    // request is still answered, refused: KafkaRaftClient answers every Vote, and its candidate
+    // state never grants one to itself ("the candidate votes for itself, this vote is implicit
+    // and not granted"). Anything else is dropped.
+    if (const auto* vote = std::get_if<vote_request>(&m.body)) refuse_own_candidacy(m, *vote);
+    return;
   }
   const errc answered = std::visit(
       [](const auto& body) {
@@ -437,6 +445,14 @@ bool node::heard_from_leader_recently() const {
     return true;
   }
   return role_ == role::follower && leader_heard_ms_ != never_ms && now_ms_ - leader_heard_ms_ < cfg_.fetch_timeout_ms;
+}
+
+void node::refuse_own_candidacy(const message& m, const vote_request& r) {
+  // No state change: neither the epoch nor the vote moves for a request this node did not send.
+  const errc code = r.cluster_id != cfg_.cluster_id   ? errc::inconsistent_cluster_id
+                    : r.candidate_epoch < quorum_.epoch ? errc::fenced_leader_epoch
+                                                        : errc::none;
+  send(m.from, m.correlation_id, vote_response{code, quorum_.leader_id, quorum_.epoch, false});
 }
 
 void node::handle_vote_request(const message& m, const vote_request& r) {

@@ -271,10 +271,29 @@ struct connection : std::enable_shared_from_this<connection> {
     RINGLOG_ASSERT_OP(in_flight, >, 0U);
     --in_flight;
     if (closed) return;
+    if (auto refused = as_close_connection(response)) return close_unservable(*refused);
     RINGLOG_ASSERT_OP(write_queue.size(), <=, constants::connection_write_queue_max);
     write_queue.push_back(std::move(response));
     write_next();
     read_next();
+  }
+
+  /// A handler's close_connection_frame (transport.h): the request cannot be served, so the
+  /// connection closes, as Kafka's SocketServer closes one whose request it cannot parse. One
+  /// warning per api key and version per deadline_warning_interval_ms (a peer that redials and
+  /// sends it again must not flood the log), with the count of those not logged.
+  void close_unservable(const close_connection_request& refused) {
+    uint64_t suppressed = 0;
+    auto o = owner.lock();
+    const std::string key = "unservable request api_key=" + std::to_string(refused.api_key) +
+                            " api_version=" + std::to_string(refused.api_version);
+    if (o && o->log_refusal_now(key, suppressed)) {
+      spdlog::warn("msg=\"cluster connection closed: a request it cannot serve\" peer={} client_id=\"{}\" api_key={} "
+                   "api_version={} error=\"{}\" closed_since_last_line={}",
+                   peer, base::logfmt_escaped(client_id), refused.api_key, refused.api_version,
+                   base::logfmt_escaped(refused.why), suppressed);
+    }
+    close("");
   }
 
   void write_next() {

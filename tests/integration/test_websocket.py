@@ -865,6 +865,25 @@ def test_a_client_that_never_answers_pings_is_closed_with_a_reason_and_one_that_
     assert pong == {"type": "pong", "id": "still-here"}, pong
 
 
+def test_a_frame_header_declaring_2_pow_63_bytes_is_closed_at_once_with_1009_and_the_limit(broker):
+    """A frame whose header declares 2^63 payload bytes, and no payload: closed at once with 1009
+    and a reason naming ws_message_bytes_max, as any message over it (the breaker of session 34:
+    the server waited for the bytes; Beast reads the header, then waits for the payload)."""
+    async def go():
+        reader, writer = await raw_ws_connect(broker.port)
+        writer.write(bytes([0x81, 0x80 | 127]) + (1 << 63).to_bytes(8, "big") + b"\x11\x22\x33\x44")
+        await writer.drain()
+        async for opcode, payload in raw_frames(reader, 5):
+            if opcode == 0x8:
+                writer.close()
+                return int.from_bytes(payload[:2], "big"), payload[2:].decode()
+
+    code, reason = asyncio.run(go())
+    assert code == 1009 and "ws_message_bytes_max" in reason and str(2 * 1024 * 1024) in reason, (code, reason)
+    r = requests.get(f"{broker.url}/topics", timeout=10)   # the broker keeps serving
+    assert r.status_code == 200
+
+
 def test_subscribe_below_the_log_start_is_refused_up_front(fresh_broker):
     """Retention moved the log start: subscribing below it is 42202 naming both bounds (it was
     answered `subscribed`, then an error), as the REST read refuses it."""

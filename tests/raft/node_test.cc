@@ -565,3 +565,27 @@ TEST_CASE("leader: observers do not keep it leading (check-quorum) and their vot
   }
   CHECK(h.n->role() == role::resigned);
 }
+
+TEST_CASE("vote: a request naming this node as its candidate is answered, refused, and changes nothing") {
+  // KafkaRaftClient answers every Vote; its candidate state never grants one to itself. A node
+  // never sends itself a message, so such a request came from elsewhere (session 34's breaker
+  // sent one on the cluster listener and waited: no answer).
+  harness h(1);
+  const quorum_state before = h.n->quorum();
+  h.handle(msg(1, 1, vote(1, 5, 0, 0)));   // a higher epoch, a log as long as ours
+  auto answers = h.take<vote_response>(1);
+  REQUIRE(answers.size() == 1);
+  const auto answer = std::get<vote_response>(answers[0].body);
+  CHECK(answer.error_code == errc::none);
+  CHECK_FALSE(answer.vote_granted);
+  CHECK(answer.leader_epoch_ == before.epoch);
+  CHECK(h.n->quorum().epoch == before.epoch);          // the epoch did not move
+  CHECK(h.n->quorum().voted_id == before.voted_id);    // no vote recorded
+  CHECK(h.n->role() == role::unattached);
+  h.handle(msg(1, 1, vote_request{"other", leader_epoch{5}, node_id{1}, leader_epoch{0}, offset{0}, false}, 2));
+  CHECK(std::get<vote_response>(h.take<vote_response>(1).at(0).body).error_code == errc::inconsistent_cluster_id);
+  // Other requests naming this node as their sender are still dropped.
+  h.handle(msg(1, 1, begin_quorum_epoch_request{cluster, node_id{1}, leader_epoch{6}}, 3));
+  CHECK(h.outbox.empty());
+  CHECK(h.n->epoch() == before.epoch);
+}

@@ -20,6 +20,7 @@
 #include "ringlog/rpc/client.h"
 #include "ringlog/rpc/cluster_transport.h"
 #include "ringlog/rpc/constants.h"
+#include "ringlog/rpc/requests.h"
 #include "ringlog/rpc/server.h"
 
 namespace ringlog::rpc {
@@ -150,13 +151,16 @@ std::vector<uint8_t> be32(int32_t v) {
           static_cast<uint8_t>(u)};
 }
 
-/// A request frame with header v1 (api key, version, correlation id, client id "t") and no body.
-std::vector<uint8_t> raw_request(int16_t api_key, int16_t version, int32_t correlation_id) {
+/// A request frame with header v1 (api key, version, correlation id, client id "t") and then
+/// `tail` (none: no body; a flexible version's header v2 starts it with its tagged fields).
+std::vector<uint8_t> raw_request(int16_t api_key, int16_t version, int32_t correlation_id,
+                                 const std::vector<uint8_t>& tail = {}) {
   std::vector<uint8_t> header = {static_cast<uint8_t>(api_key >> 8), static_cast<uint8_t>(api_key),
                                  static_cast<uint8_t>(version >> 8), static_cast<uint8_t>(version)};
   auto id = be32(correlation_id);
   header.insert(header.end(), id.begin(), id.end());
   header.insert(header.end(), {0, 1, 't'});
+  header.insert(header.end(), tail.begin(), tail.end());
   auto frame = be32(static_cast<int32_t>(header.size()));
   frame.insert(frame.end(), header.begin(), header.end());
   return frame;
@@ -280,6 +284,37 @@ TEST_CASE("a garbage frame, an oversized frame and a negative size close the con
     s.write_all(be32(-5));
     CHECK(s.closed_by_peer());
   }
+  CHECK(wait_for([&] { return f.srv->open_connections() == 0; }));
+}
+
+TEST_CASE("a close_connection_frame is no response frame and carries its request and reason") {
+  protocol::request_header_data header;
+  header.request_api_key = 53;
+  header.request_api_version = 1;
+  const bytes frame = close_connection_frame(header, "BeginQuorumEpochRequest v1: does not decode");
+  auto refused = as_close_connection(frame);
+  REQUIRE(refused.has_value());
+  CHECK(refused->api_key == 53);
+  CHECK(refused->api_version == 1);
+  CHECK(refused->why == "BeginQuorumEpochRequest v1: does not decode");
+  CHECK_FALSE(as_close_connection(bytes{}).has_value());
+  CHECK_FALSE(as_close_connection(encode_vote(1)).has_value());
+}
+
+TEST_CASE("a request whose body does not decode closes its connection (Kafka closes on a request it cannot parse)") {
+  fixture f;
+  // The broker's handlers decode through answer_request / decode_or_close.
+  f.srv->set_handler(protocol::vote_request_data::api_key,
+                     [](const protocol::request_header_data& header, std::span<const std::byte> body, respond_fn respond) {
+                       answer_request<protocol::vote_request_data>(
+                           header, body, std::move(respond),
+                           [](const auto&, auto answer) { answer(protocol::vote_response_data{}); });
+                     });
+  f.srv->start();
+  raw_socket s(f.srv->port());
+  // Vote v1 is flexible: header v2's empty tagged fields, then a body that is no VoteRequest.
+  s.write_all(raw_request(protocol::vote_request_data::api_key, 1, 7, {0, 0x01, 0x02, 0x03}));
+  CHECK(s.closed_by_peer());   // before: no answer, no close (the read timed out)
   CHECK(wait_for([&] { return f.srv->open_connections() == 0; }));
 }
 

@@ -304,6 +304,9 @@ class sim_transport final : public rpc::transport {
     auto call = std::move(it->second);
     pending_.erase(it);
     std::span<const std::byte> all(frame);
+    if (auto refused = rpc::as_close_connection(all)) {   // the listener would close the connection
+      return call.done(rpc::error{rpc::errc::disconnected, refused->why});
+    }
     if (all.size() < protocol::frame_size_bytes) {
       return call.done(rpc::error{rpc::errc::malformed_response, "short frame"});
     }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "ringlog/base/named_type.h"
 
@@ -31,6 +32,12 @@ inline constexpr int64_t no_producer_id = -1;
 inline constexpr int16_t no_producer_epoch = -1;
 inline constexpr int32_t no_sequence = -1;
 inline constexpr int64_t no_timestamp = -1;
+
+/// Whether `topic` is one of the broker's own topics: every name starting with "__"
+/// (__consumer_offsets, __transaction_state, the delay and retry topics). Producers cannot write
+/// to them, clients cannot create or delete them. Kafka's Topic.isInternal names only
+/// __consumer_offsets and __transaction_state; ringlog reserves the whole prefix.
+inline bool is_internal_topic(std::string_view topic) { return topic.starts_with("__"); }
 
 /// A topic-partition pair; `<topic>-<partition>` is also the partition's directory name.
 struct topic_partition {

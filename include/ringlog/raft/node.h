@@ -143,6 +143,8 @@ class node {
   // elections
   void start_pre_vote_round();
   void send_vote_requests(bool pre_vote);
+  /// A vote request naming this node as its candidate: answered vote_granted=false, no state change.
+  void refuse_own_candidacy(const message& m, const vote_request& r);
   void handle_vote_request(const message& m, const vote_request& r);
   void handle_vote_response(const message& m, const vote_response& r);
   [[nodiscard]] bool log_up_to_date(leader_epoch last_epoch, offset last_offset) const;

@@ -3,7 +3,10 @@
 // encoded with Kafka's protocol (the cluster listener): shared by the broker's files (which name
 // them through src/broker/rpc_messages.h) and the replica fetcher's (ringlog/partition).
 
+#include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include "ringlog/base/assert.h"
@@ -31,16 +34,38 @@ inline void respond_with(const protocol::request_header_data& header, const Resp
   }
 }
 
+/// The closing "answer" (close_connection_frame) to a request from another node that cannot be
+/// served: `what` names the request and `why` what is wrong with it.
+inline void close_connection(const protocol::request_header_data& header, std::string_view what, std::string_view why,
+                             respond_fn& respond) {
+  respond(close_connection_frame(header, std::string(what) + " v" + std::to_string(header.request_api_version) + ": " +
+                                             std::string(why)));
+}
+
+/// `body` decoded as a `Request` at the header's version; nullopt when it does not decode, and the
+/// connection is then closed with the decode error (close_connection_frame; Kafka closes a
+/// connection whose request it cannot parse).
+template <typename Request>
+inline std::optional<Request> decode_or_close(const protocol::request_header_data& header,
+                                              std::span<const std::byte> body, respond_fn& respond) {
+  protocol::reader rd(body);
+  auto request = Request::decode(rd, header.request_api_version);
+  if (!request.ok()) {
+    close_connection(header, Request::schema_name, "does not decode: " + request.error().message, respond);
+    return std::nullopt;
+  }
+  return std::move(request).value();
+}
+
 /// A request from another node: `body` decoded as a `Request` at the header's version and given to
 /// `handle(request, answer)`, whose `answer(response)` sends the response at that version. A body
-/// that does not decode is not answered: the sender's request times out and it asks again.
+/// that does not decode closes the connection (decode_or_close).
 template <typename Request, typename Handle>
 inline void answer_request(const protocol::request_header_data& header, std::span<const std::byte> body,
                            respond_fn respond, Handle&& handle) {
-  protocol::reader rd(body);
-  auto request = Request::decode(rd, header.request_api_version);
-  if (!request.ok()) return;
-  handle(std::move(request).value(), [header, respond = std::move(respond)](const auto& response) mutable {
+  auto request = decode_or_close<Request>(header, body, respond);
+  if (!request) return;
+  handle(std::move(*request), [header, respond = std::move(respond)](const auto& response) mutable {
     respond_with(header, response, respond);
   });
 }

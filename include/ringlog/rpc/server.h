@@ -9,6 +9,10 @@
 //     UNSUPPORTED_VERSION (35) and the supported api list, under the request's correlation id;
 //   - with a client check set (cluster_transport sets one: peers only), a connection whose first
 //     request names a client id the check refuses is closed unanswered, with one log line;
+//   - a request its handler cannot serve (its body does not decode: the handler responds with
+//     close_connection_frame, transport.h) closes the connection, as Kafka closes one whose
+//     request it cannot parse, with one warning naming the peer, the api key and version and the
+//     error (one per api key and version per constants::deadline_warning_interval_ms);
 //   - ApiVersions is answered from protocol::supported_apis();
 //   - at most constants::connection_in_flight_requests_max requests are with handlers at once;
 //     reading pauses at that bound (TCP backpressure).

@@ -6,8 +6,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "ringlog/protocol/messages.h"
 #include "ringlog/rpc/errc.h"
@@ -24,6 +26,25 @@ using response_callback = std::function<void(result<bytes>)>;
 /// from protocol::encode_response_frame at the request's api version. Call it at most once, from
 /// any thread; a response to a connection that has closed meanwhile is dropped.
 using respond_fn = std::function<void(bytes frame)>;
+
+/// What a handler passes to its respond_fn instead of an answer when it cannot serve a request
+/// at all, its body not decoding at the header's version (or naming what only a broken peer
+/// sends): Kafka's SocketServer closes a connection whose request it cannot parse
+/// (InvalidRequestException), and so does the cluster listener on this frame, with one warning
+/// naming the peer, the api key and version and `why` (server.h). Without it the request got no
+/// answer, no close and no log line: its sender waited out its timeout and the connection kept a
+/// request slot. Never a response frame: its size prefix is negative (-1), then the api key and
+/// version (int16 each) and `why`.
+bytes close_connection_frame(const protocol::request_header_data& header, std::string_view why);
+
+/// The request a close_connection_frame names; see as_close_connection.
+struct close_connection_request {
+  int16_t api_key = -1;
+  int16_t api_version = -1;
+  std::string why;
+};
+/// The request and reason when `frame` is a close_connection_frame; nullopt for a response frame.
+std::optional<close_connection_request> as_close_connection(std::span<const std::byte> frame);
 
 /// Handles one request: its decoded header, its body (valid only during the call: copy or decode
 /// it before returning), and how to answer. Runs on the transport's shard thread.
