@@ -3,6 +3,7 @@
 #include "api_routes.h"
 
 #include <limits>
+#include <set>
 #include "consumer_parsing.h"
 #include "request_parsing.h"
 
@@ -323,24 +324,54 @@ void v3_group_lag_summary(const call_ptr& c) {
   });
 }
 
+/// The lag history of group `id` (v3_group_lag_history, once the caller may see it).
+void answer_lag_history(api::call& call, const std::string& id) {
+  call.broker().groups().lag_history(id, [self = call.shared_from_this(), id](broker::result<std::vector<broker::lag_sample>> r) {
+    self->later([r = std::move(r), id](api::call& call2) {
+      if (!r.ok()) return call2.fail(to_api_error(r.error()));
+      const std::string& cluster = call2.broker().config().cluster_id;
+      json data = json::array();
+      for (const auto& s : *r) data.push_back({{"timestamp", s.timestamp_ms}, {"total_lag", s.total_lag}});
+      call2.respond_json(200, {{"kind", "KafkaConsumerGroupLagHistory"},
+                               {"metadata", {{"self", call2.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" + percent_encode_segment(id) + "/lag-history"}}},
+                               {"cluster_id", cluster},
+                               {"consumer_group_id", id},
+                               {"interval_ms", broker::lag_history_interval_ms},
+                               {"samples_max", broker::lag_history_samples_max},
+                               {"data", data}});
+    });
+  });
+}
+
+/// The committed partitions of `lags` (group_lag's answer; a group that committed nothing
+/// answers group_id_not_found: none).
+std::vector<group::partition_lag> committed_lags(const broker::result<std::vector<group::partition_lag>>& lags) {
+  std::vector<group::partition_lag> out;
+  if (!lags.ok()) return out;
+  for (const auto& l : *lags) {
+    if (l.committed) out.push_back(l);
+  }
+  return out;
+}
+
 /// GET .../consumer-groups/{g}/lag-history: the total lag the broker sampled every
 /// lag_history_interval_ms (broker/groups.h), oldest first; in memory, so empty after a restart.
+/// The samples are totals over every topic the group committed, so a caller who may not DESCRIBE
+/// one of them hears 403 (the breaker of session 35 read activity on a hidden topic from them,
+/// while /lags leaves that topic out).
 void v3_group_lag_history(const call_ptr& c) {
   with_group(c, [](api::call& call, broker::group_details d) {
     std::string id = d.description.group_id;
-    call.broker().groups().lag_history(id, [self = call.shared_from_this(), id](broker::result<std::vector<broker::lag_sample>> r) {
-      self->later([r = std::move(r), id](api::call& call2) {
-        if (!r.ok()) return call2.fail(to_api_error(r.error()));
-        const std::string& cluster = call2.broker().config().cluster_id;
-        json data = json::array();
-        for (const auto& s : *r) data.push_back({{"timestamp", s.timestamp_ms}, {"total_lag", s.total_lag}});
-        call2.respond_json(200, {{"kind", "KafkaConsumerGroupLagHistory"},
-                                 {"metadata", {{"self", call2.base_url + "/v3/clusters/" + cluster + "/consumer-groups/" + percent_encode_segment(id) + "/lag-history"}}},
-                                 {"cluster_id", cluster},
-                                 {"consumer_group_id", id},
-                                 {"interval_ms", broker::lag_history_interval_ms},
-                                 {"samples_max", broker::lag_history_samples_max},
-                                 {"data", data}});
+    call.broker().groups().group_lag(id, [self = call.shared_from_this(), id](broker::result<std::vector<group::partition_lag>> lags) {
+      self->later([lags = std::move(lags), id](api::call& call2) {
+        if (!lags.ok() && lags.error().code != broker::errc::group_id_not_found) return call2.fail(to_api_error(lags.error()));
+        for (const auto& l : committed_lags(lags)) {
+          if (!call2.authorized(security::resource_type::topic, l.partition.topic, security::acl_operation::describe)) {
+            return call2.fail(403, ec::forbidden, "the lag history of consumer group '" + id +
+                                                      "' covers topics you are not authorized to DESCRIBE");
+          }
+        }
+        answer_lag_history(call2, id);
       });
     });
   });
@@ -351,17 +382,14 @@ void v3_delete_group(const call_ptr& c) {
   c->broker().groups().delete_group(c->params["consumer_group_id"], answer_no_content(c));
 }
 
-/// POST .../consumer-groups/{g}/offsets:reset {"to": earliest|latest|timestamp|offset|shift,
-/// "value": N, "timestamp": ms or ISO-8601, "topics": [...], "dry_run": true (default)}.
-void v3_reset_group_offsets(const call_ptr& c) {
-  if (!c->check_cluster() || !c->accept(v3_offers)) return;
-  if (!is_blank(c->request.body) && !c->content_type_in(consumer_offers)) return;
-  auto parsed = parse_reset_offsets(c->request.body);
-  if (!parsed.ok()) return c->fail(parsed.error());
-  broker::reset_offsets_request req = std::move(parsed).value();
-  req.group_id = c->params["consumer_group_id"];
-  for (const auto& topic : req.topics) {   // Kafka's AlterConsumerGroupOffsets: READ on each topic
+/// Resets `req` (its topics or partitions named) once the caller may READ each topic (Kafka's
+/// AlterConsumerGroupOffsets: READ on each topic).
+void reset_group_offsets(const call_ptr& c, broker::reset_offsets_request req) {
+  for (const auto& topic : req.topics) {
     if (!c->require(security::resource_type::topic, topic, security::acl_operation::read)) return;
+  }
+  for (const auto& tp : req.partitions) {
+    if (!c->require(security::resource_type::topic, tp.topic, security::acl_operation::read)) return;
   }
   const bool dry = req.mode == group::dry_run::yes;
   c->broker().groups().reset_offsets(std::move(req), [c, dry](broker::result<group::partition_map<model::offset>> r) {
@@ -372,6 +400,39 @@ void v3_reset_group_offsets(const call_ptr& c) {
         offsets.push_back({{"topic_name", tp.topic}, {"partition_id", tp.partition.value()}, {"offset", o.value()}});
       }
       call.respond_json(200, {{"dry_run", dry}, {"offsets", offsets}});
+    });
+  });
+}
+
+/// POST .../consumer-groups/{g}/offsets:reset {"to": earliest|latest|timestamp|offset|shift,
+/// "value": N, "timestamp": ms or ISO-8601, "topics": [...], "dry_run": true (default)}.
+/// Without "topics": the topics the group committed that the caller may DESCRIBE (what Kafka's
+/// OffsetFetch shows kafka-consumer-groups --all-topics), each then needing READ; 404 when there
+/// are none. The broker's own "every committed topic" reset a topic the caller could not even
+/// see, and named it in the answer (breaker, session 35).
+void v3_reset_group_offsets(const call_ptr& c) {
+  if (!c->check_cluster() || !c->accept(v3_offers)) return;
+  if (!is_blank(c->request.body) && !c->content_type_in(consumer_offers)) return;
+  auto parsed = parse_reset_offsets(c->request.body);
+  if (!parsed.ok()) return c->fail(parsed.error());
+  broker::reset_offsets_request req = std::move(parsed).value();
+  req.group_id = c->params["consumer_group_id"];
+  if (!req.topics.empty() || !req.partitions.empty()) return reset_group_offsets(c, std::move(req));
+  c->broker().groups().group_lag(req.group_id, [c, req](broker::result<std::vector<group::partition_lag>> r) mutable {
+    c->later([r = std::move(r), req = std::move(req)](api::call& call) mutable {
+      if (!r.ok() && r.error().code != broker::errc::group_id_not_found) return call.fail(to_api_error(r.error()));
+      std::set<std::string> topics;
+      for (const auto& l : committed_lags(r)) {
+        if (call.authorized(security::resource_type::topic, l.partition.topic, security::acl_operation::describe)) {
+          topics.insert(l.partition.topic);
+        }
+      }
+      if (topics.empty()) {
+        return call.fail(404, ec::not_found, "consumer group '" + req.group_id +
+                                                 "' has no committed offsets to reset: name the \"topics\" to reset");
+      }
+      req.topics.assign(topics.begin(), topics.end());
+      reset_group_offsets(call.shared_from_this(), std::move(req));
     });
   });
 }

@@ -740,3 +740,62 @@ def test_topics_describe_needs_describe_on_the_topic_only(secured, ringlog_bin):
                        capture_output=True, text=True, timeout=60, env=env)), 5, "a describe with DESCRIBE on the topic")
     assert "Topic: described" in r.stdout and "Partition: 0" in r.stdout, r.stdout
     revoke(b, "User:bob")
+
+
+def test_a_reset_without_topics_and_the_lag_history_keep_to_what_the_caller_may_see(secured):
+    """The breaker's offsets_reset_default_topics.py and lag_history_leak.py (session 35): an
+    offsets:reset without "topics" reset (and named) every topic the group committed, including
+    one Alice may not even DESCRIBE; the lag history's totals showed activity on such a topic
+    while /lags left it out."""
+    b = secured
+    for name in ("rs-pub", "rs-secret"):
+        topic_with_a_record(b, name)
+    # The super user commits offset 1 on both topics for group rs-g (a v2 instance, then gone: v2
+    # commits the offset after the one named).
+    base = f"{b.url}/consumers/rs-g"
+    r = requests.post(base, json={"name": "adm", "format": "binary"}, headers={"Content-Type": V2}, auth=ADMIN)
+    assert r.status_code == 200, r.text
+    inst = f"{base}/instances/adm"
+    parts = [{"topic": t, "partition": 0} for t in ("rs-pub", "rs-secret")]
+    r = requests.post(inst + "/assignments", json={"partitions": parts}, headers={"Content-Type": V2}, auth=ADMIN)
+    assert r.status_code == 204, r.text
+    r = requests.post(inst + "/offsets", json={"offsets": [dict(p, offset=0) for p in parts]},
+                      headers={"Content-Type": V2}, auth=ADMIN)
+    assert r.status_code == 204, r.text
+    assert requests.delete(inst, headers={"Content-Type": V2}, auth=ADMIN).status_code == 204
+
+    def committed_as_admin():
+        lags = requests.get(v3(b, "/consumer-groups/rs-g/lags"), auth=ADMIN).json()["data"]
+        return {l["topic_name"]: l["current_offset"] for l in lags}
+
+    assert committed_as_admin() == {"rs-pub": 1, "rs-secret": 1}
+    grant(b, [acl("User:alice", "GROUP", "rs-g", "READ"), acl("User:alice", "TOPIC", "rs-pub", "READ")])
+    reset = v3(b, "/consumer-groups/rs-g/offsets:reset")
+    wait_until(lambda: requests.post(reset, json={"to": "earliest", "topics": ["rs-pub"]}, auth=ALICE).status_code == 200,
+               ACL_VISIBLE_S, "Alice's ACLs")
+    for dry_run in (True, False):
+        r = requests.post(reset, json={"to": "earliest", "dry_run": dry_run}, auth=ALICE)
+        assert r.status_code == 200, r.text
+        assert r.json()["offsets"] == [{"topic_name": "rs-pub", "partition_id": 0, "offset": 0}], r.text
+    assert committed_as_admin() == {"rs-pub": 0, "rs-secret": 1}, "the hidden topic's offset is untouched"
+    assert refused(requests.post(reset, json={"to": "earliest", "topics": ["rs-secret"]}, auth=ALICE))
+    assert refused(requests.post(reset, json={"to": "earliest", "topics": ["rs-secret:0"], "dry_run": False}, auth=ALICE))
+    # A topic she may DESCRIBE but not READ: refused by name, nothing reset.
+    grant(b, [acl("User:alice", "TOPIC", "rs-secret", "DESCRIBE")])
+    wait_until(lambda: "rs-secret" in requests.post(reset, json={"to": "latest"}, auth=ALICE).text, ACL_VISIBLE_S,
+               "the DESCRIBE ACL")
+    r = requests.post(reset, json={"to": "latest", "dry_run": False}, auth=ALICE)
+    assert refused(r) and "rs-secret" in r.json()["message"], r.text
+    assert committed_as_admin() == {"rs-pub": 0, "rs-secret": 1}
+    revoke(b, "User:alice")
+    grant(b, [acl("User:alice", "GROUP", "rs-g", "READ"), acl("User:alice", "TOPIC", "rs-pub", "READ")])
+    # The lag history's totals cover rs-secret too: refused, as the super user is served.
+    history = v3(b, "/consumer-groups/rs-g/lag-history")
+    assert requests.get(history, auth=ADMIN).status_code == 200
+    wait_until(lambda: refused(requests.get(history, auth=ALICE)), ACL_VISIBLE_S, "the lag history refused")
+    r = requests.get(history, auth=ALICE)
+    assert refused(r) and "rs-secret" not in r.text, r.text
+    # A group with no committed offsets she may see: 404 naming what to do.
+    r = requests.post(v3(b, "/consumer-groups/rs-none/offsets:reset"), json={"to": "earliest"}, auth=ADMIN)
+    assert r.status_code == 404 and '"topics"' in r.json()["message"], r.text
+    revoke(b, "User:alice")
