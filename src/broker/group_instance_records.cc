@@ -49,6 +49,18 @@ bool take_records(const model::topic_partition& partition, std::vector<model::re
   return false;
 }
 
+/// The poll's requester is gone (poll_request::requester_connected): nothing may be taken for it.
+bool requester_gone(const poll_request& request) {
+  return request.requester_connected && !request.requester_connected();
+}
+
+/// What a poll whose requester is gone ends with: nobody reads it; the positions did not move.
+error requester_gone_error() {
+  return error{errc::unknown_server_error,
+               "the connection this poll came on closed before its answer: nothing was taken, the consumer "
+               "instance's positions stay where they were"};
+}
+
 }  // namespace
 
 void group_service_impl::poll(std::string group_id, std::string instance_id, poll_request request,
@@ -67,6 +79,7 @@ void group_service_impl::poll_heartbeat(size_t shard, std::string group_id, std:
                                         std::function<void(result<std::vector<consumed_record>>)> done) {
   // Every round is a heartbeat: it keeps the lease and, with cooperative assignment, is when this
   // member drops revoked partitions and picks up the ones another member released meanwhile.
+  if (requester_gone(request)) return done(requester_gone_error());   // no round (nor heartbeat) for nobody
   auto& st = *shards_[shard];
   group::record_list records;
   auto s = prepared(shard, st, group_id, instance_id, records, done);
@@ -187,6 +200,9 @@ void group_service_impl::poll_round(size_t shard, std::string group_id, std::str
 void group_service_impl::poll_finish(size_t shard, std::string group_id, std::string instance_id, poll_request request,
                                      int64_t deadline_ms, std::shared_ptr<std::vector<poll_slot>> slots,
                                      std::function<void(result<std::vector<consumed_record>>)> done) {
+  // The last moment before the positions move: an answer nobody can read takes nothing (the
+  // records stay at the instance's positions for its next poll).
+  if (requester_gone(request)) return done(requester_gone_error());
   auto& st = *shards_[shard];
   auto settings_it = st.instances.find(instance_key(group_id, instance_id));
   // Positions now: a record is handed out only if the member still owns its partition and no

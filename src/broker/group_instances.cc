@@ -185,6 +185,7 @@ void group_service_impl::describe_consumer(std::string group_id, std::string ins
     bool member = std::any_of(d.members.begin(), d.members.end(),
                               [&](const group::member_description& m) { return m.member_id == instance_id; });
     if (it == st.instances.end() || !member) {
+      if (auto moved = moved_away(group_id)) return done(*moved);
       return done(error{errc::unknown_member_id, st.not_found_message(group_id, instance_id)});
     }
     done(it->second.info);

@@ -230,6 +230,17 @@ class group_service_impl final : public group_service {
     // Read once more: the metadata may have made this broker the leader since (not_coordinator_refusal).
     return not_coordinator_refusal(group_id, host_.offsets_leader_route(p));
   }
+  /// On the group's shard: why a call that not_coordinator let through may not be answered here
+  /// after all. The partition's leadership moved while the call was on its way to the shard (it
+  /// unloaded the partition's groups meanwhile): the instance lives on at the new coordinator,
+  /// so the call is refused as not_coordinator would refuse it now (retriable, 503), never
+  /// answered "not found" (a client would create a new instance and lose its positions).
+  std::optional<error> moved_away(const std::string& group_id) {
+    const int32_t p = partition_of(group_id);
+    if (loaded_[static_cast<size_t>(p)].load(std::memory_order_acquire)) return std::nullopt;
+    return not_coordinator(group_id).value_or(
+        error{errc::coordinator_load_in_progress, "group '" + group_id + "' is being loaded by this broker: retry"});
+  }
   /// Runs fn(shard, state) on the group's coordinator shard.
   template <typename F>
   void on_coordinator(const std::string& group_id, F fn) {
@@ -252,6 +263,7 @@ class group_service_impl final : public group_service {
   /// (40403, not "group not found"); a gone member's REST settings are forgotten.
   error member_error(shard_state& st, const std::string& group_id, const std::string& member_id, const group::error& e) {
     if (e.code != group::errc::unknown_member_id && e.code != group::errc::group_id_not_found) return from_group(e);
+    if (auto moved = moved_away(group_id)) return *moved;   // unloaded, not gone: nothing to forget
     if (st.instances.erase(instance_key(group_id, member_id)) > 0) {
       st.tombstones_due.push_back(instance_tombstone(group_id, member_id));
     }

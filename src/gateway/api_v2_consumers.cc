@@ -199,6 +199,17 @@ void v2_consumer_records(const call_ptr& c) {
       // A json instance stops in front of a record it cannot embed: its position stays there
       // (no poll or auto-commit moves past it) until the client seeks past it.
       if (as_json) req.accepts = json_readable;
+      // A poll another broker passed on (group_proxy.h): that broker may die while the poll
+      // waits (kill -9, its host gone), and the answer would then go nowhere while the positions
+      // moved past its records, which the client's next poll through another broker would skip.
+      // The connection is watched and the poll takes nothing once it closes. A client's own
+      // connection is not watched: as with Confluent's REST proxy, a client that goes away before
+      // its answer arrives lost that answer by its own doing (its instance's positions moved; it
+      // seeks or re-reads from its commits).
+      if (!call.request.forwarded_by.empty()) {
+        call.sink->watch_disconnect();
+        req.requester_connected = call.sink->connected_check();
+      }
       poll_records(call.shared_from_this(), r->group_id, r->instance_id, req, as_json, type);
     });
   });

@@ -10,6 +10,11 @@
 // call between them. The coordinator builds base_uri and v3 `self` links from the Host header,
 // which is passed on unchanged: the client keeps talking to the broker it chose.
 //
+// A records poll passed on is watched on the coordinator while it waits (api_v2_consumers.cc):
+// when the passing broker's connection closes first (that broker was killed), the poll takes no
+// record and moves no position, so the client's next poll through any broker returns them
+// (at-least-once; the answer could reach nobody).
+//
 // No Beast here (http_types.h): the client lives in group_proxy.cc.
 
 #include <cstdint>

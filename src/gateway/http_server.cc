@@ -192,6 +192,9 @@ class session final : public std::enable_shared_from_this<session>, public respo
     arm_watch();
   }
   [[nodiscard]] bool disconnected() const override { return disconnected_ || stream_failed_ || closed_; }
+  [[nodiscard]] std::function<bool()> connected_check() override {
+    return [gone = gone_] { return !gone->load(std::memory_order_acquire); };
+  }
   void write_chunk_then(std::string data, std::function<void(bool)> written) override {
     if (disconnected()) {
       post([written = std::move(written)] { written(false); });
@@ -223,6 +226,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
                                      [self = shared_from_this()](beast::error_code ec, size_t) {
                                        if (ec) {
                                          self->disconnected_ = true;
+                                         self->gone_->store(true, std::memory_order_release);
                                          return;
                                        }
                                        self->arm_watch();
@@ -694,6 +698,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
   void close() {
     if (closed_) return;
     closed_ = true;
+    gone_->store(true, std::memory_order_release);
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
     stream_.close();
@@ -720,6 +725,8 @@ class session final : public std::enable_shared_from_this<session>, public respo
   bool writing_ = false;
   bool stream_failed_ = false;
   bool disconnected_ = false;   // the watch read saw the client close
+  /// disconnected_ or closed_, for other threads (connected_check).
+  std::shared_ptr<std::atomic<bool>> gone_ = std::make_shared<std::atomic<bool>>(false);
   std::array<char, watch_read_bytes> watch_buffer_{};
   std::unique_ptr<http::response<http::empty_body>> header_message_;
   std::unique_ptr<http::response_serializer<http::empty_body>> header_serializer_;

@@ -82,6 +82,10 @@ class response_sink {
   /// True once the client closed the connection or a write to it failed; the streamer should
   /// stop fetching and call end_stream().
   [[nodiscard]] virtual bool disconnected() const = 0;
+  /// disconnected() for other threads (a broker's poll on its group's shard): a check callable
+  /// from any thread, at any time, true while the connection is open. It sees the client close
+  /// only after watch_disconnect(); before that, only this side closing.
+  [[nodiscard]] virtual std::function<bool()> connected_check() = 0;
   /// Like write_chunk(), then runs `written(true)` once the chunk is on the wire, or
   /// `written(false)` when the connection failed first (connection thread). Streams wait for it
   /// before fetching more, so a slow reader holds at most one chunk in memory.

@@ -4,6 +4,7 @@
 #include <doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <future>
 
@@ -87,7 +88,7 @@ struct groups_fixture {
   }
   result<std::vector<consumed_record>> poll(const std::string& group, const std::string& id, int64_t max_bytes = 1 << 20) {
     return call<result<std::vector<consumed_record>>>(
-        [&](auto done) { b->groups().poll(group, id, poll_request{0, max_bytes, {}}, std::move(done)); });
+        [&](auto done) { b->groups().poll(group, id, poll_request{0, max_bytes, {}, {}}, std::move(done)); });
   }
   result<group::partition_map<group::committed_offset>> commit(const std::string& group, const std::string& id,
                                                               std::optional<std::vector<group::processed_offset>> o) {
@@ -147,6 +148,30 @@ TEST_CASE_FIXTURE(groups_fixture, "max_bytes smaller than one record still retur
     REQUIRE(got.ok());
     CHECK(offsets_of(*got) == std::vector<int64_t>{expected});
   }
+  stop();
+}
+
+TEST_CASE_FIXTURE(groups_fixture, "a waiting poll whose requester is gone takes nothing: the next poll returns the records") {
+  // A broker passed the poll on and died while it waited (poll_request::requester_connected).
+  open();
+  create("orders", 1);
+  auto id = join("g");
+  REQUIRE(subscribe("g", id, "orders").ok());
+  REQUIRE(poll("g", id).ok());   // assigned, nothing yet
+  auto connected = std::make_shared<std::atomic<bool>>(true);
+  poll_request waiting{5'000, 1 << 20, {}, [connected] { return connected->load(); }};
+  std::promise<result<std::vector<consumed_record>>> answer;
+  b->groups().poll("g", id, waiting, [&answer](result<std::vector<consumed_record>> r) { answer.set_value(std::move(r)); });
+  runtime->wait_idle();   // the poll waits for appends
+  connected->store(false);
+  produce("orders", 0, 3);
+  runtime->wait_idle();
+  runtime->advance_ms(1);   // the next round of the wait is a timer of the simulated clock
+  auto orphaned = answer.get_future().get();
+  CHECK_FALSE(orphaned.ok());
+  auto got = poll("g", id);
+  REQUIRE(got.ok());
+  CHECK(offsets_of(*got) == std::vector<int64_t>{0, 1, 2});
   stop();
 }
 

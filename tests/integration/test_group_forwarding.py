@@ -11,6 +11,8 @@ back. Every wait polls with a deadline.
 import asyncio
 import base64
 import json
+import subprocess
+import threading
 import urllib.parse
 
 import requests
@@ -45,11 +47,11 @@ def produce(node, topic, values):
     assert all(o.get("error") is None for o in r.json()["offsets"]), r.text
 
 
-def ready_cluster(cluster, topic):
+def ready_cluster(cluster, topic, partitions=2):
     """A controller, a replicated topic and __consumer_offsets with a leader for every partition."""
     wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
     n1 = cluster.node(1)
-    r = create_topic(n1, topic, partitions=2, replication_factor=3)
+    r = create_topic(n1, topic, partitions=partitions, replication_factor=3)
     assert r.status_code == 201, r.text
 
     def led_everywhere(name):
@@ -159,6 +161,72 @@ def test_rest_consumer_through_a_non_coordinator_survives_kill_9_of_the_coordina
     assert headers.get(SERVED_BY) in (None, *[str(n.node_id) for n in cluster.live() if n.node_id != 1])
     d = requests.delete(base_uri, headers={"Content-Type": V2}, timeout=40)
     assert d.status_code == 204, d.text
+
+
+def read_by_peer(via, to):
+    """Whether `to` has read a whole request `via` sent to its HTTP listener on a connection that
+    is still open: `via`'s socket to that port has sent bytes and `to`'s end of it has
+    received bytes and holds none unread (ss(8) socket counters; a forwarded call is one request
+    on a connection of its own, group_proxy.h)."""
+    def sockets(*where):
+        out = subprocess.run(["ss", "-tinpH", "state", "established", *where], capture_output=True, text=True,
+                             check=True).stdout.split("\n")
+        # Each socket is a line (Recv-Q, Send-Q, local, peer, process) and a line of counters.
+        return [(a.split(), b) for a, b in zip(out[0::2], out[1::2]) if a.strip()]
+    for fields, info in sockets(f"( dport = :{to.port} )"):
+        if f"pid={via.proc.pid}," not in " ".join(fields) or "bytes_sent:" not in info:
+            continue
+        local_port = fields[2].rsplit(":", 1)[1]
+        for peer_fields, peer_info in sockets(f"( sport = :{to.port} and dport = :{local_port} )"):
+            if peer_fields[0] == "0" and "bytes_received:" in peer_info:
+                return True
+    return False
+
+
+def test_a_poll_passed_on_by_a_broker_killed_meanwhile_takes_no_record(cluster):
+    """A v2 poll through broker V, passed on to the group's coordinator, waits there; V is killed
+    -9 during the wait, then records arrive. The answer can reach nobody: the coordinator must not
+    move the instance's position past them (it did: the next poll through another broker started
+    after them, and a commit of everything returned committed past records nobody received,
+    breaking at-least-once). Every record must come through another broker afterwards."""
+    ready_cluster(cluster, "orphan", partitions=1)
+    leader = int(requests.get(cluster.node(1).v3("/topics/orphan/partitions/0"), timeout=10)
+                 .json()["leader"]["related"].rsplit("/", 1)[1])
+    group, base_uri, coordinator = consumer_through(cluster.node(1), "orphan")
+    victim = next(n for n in cluster.nodes if n.node_id not in (coordinator, leader))
+    other = next(n for n in cluster.nodes if n is not victim)
+    instance = "/consumers/" + base_uri.split("/consumers/", 1)[1]
+    through_other = other.url + instance
+    r = requests.post(f"{through_other}/subscription", json={"topics": ["orphan"]}, headers={"Content-Type": V2},
+                      timeout=40)
+    assert r.status_code == 204, r.text
+    produce(other, "orphan", ["r0"])
+    seen = {}
+    consume(through_other, {"r0"}, 30.0, seen)
+
+    # The long poll through the victim, passed on to the coordinator: it waits there for records.
+    orphaned = {}
+
+    def long_poll():
+        try:
+            orphaned["answer"] = requests.get(f"{victim.url}{instance}/records", params={"timeout": 20000},
+                                              headers={"Accept": BINARY}, timeout=60)
+        except requests.RequestException as e:
+            orphaned["error"] = e
+    t = threading.Thread(target=long_poll)
+    t.start()
+    wait_until(lambda: read_by_peer(victim, cluster.node(coordinator)), 20.0,
+               f"the coordinator (broker {coordinator}) to read the poll broker {victim.node_id} passed on")
+    victim.kill()
+    t.join(60)
+    assert "error" in orphaned, orphaned   # the client got nothing: its broker died
+    for value in ("r1", "r2", "r3"):
+        produce(other, "orphan", [value])
+    try:
+        consume(through_other, {"r1", "r2", "r3"}, 30.0, seen)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; read through broker {other.node_id}: {sorted(seen)}") from None
+    assert [o for _, o in sorted(reads[0] for reads in seen.values())] == [0, 1, 2, 3], seen
 
 
 def test_a_forwarded_call_is_never_forwarded_again(cluster):

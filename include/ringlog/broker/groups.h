@@ -107,6 +107,12 @@ struct poll_request {
   /// the caller could not give to its client (the REST json format and a key or value that is not
   /// JSON). The other partitions' records before it in the answer are handed out as usual.
   std::function<bool(const model::record&)> accepts;
+  /// Whether whoever the answer goes to can still get it (unset: yes). Callable from any thread.
+  /// The poll asks just before it takes records and moves the instance's positions past them, and
+  /// at each round of its wait: false ends the poll with nothing taken, the positions where they
+  /// were, so the next poll returns those records (a broker that passed the poll on and died
+  /// meanwhile must not leave them consumed by nobody: at-least-once, group_proxy.h).
+  std::function<bool()> requester_connected;
 };
 struct consumed_record {
   model::topic_partition partition;
