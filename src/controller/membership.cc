@@ -36,11 +36,6 @@ result<heartbeat_answer> broker_heartbeats::answer(const controller::metadata_im
   int64_t& caught_up_offset = caught_up_offset_.try_emplace(request.broker_id, image.offset()).first->second;
   if (b->fenced) caught_up_offset = std::max(caught_up_offset, image.offset());
   out.is_caught_up = request.current_metadata_offset >= caught_up_offset;
-#ifdef RINGLOG_CONTROLLER_BREAK_LEASE_BEFORE_CAUGHT_UP
-  // Negative control of tests/sim/cluster_sim: a broker fenced while cut off renews its lease
-  // before it applied its fence and the leadership moves committed with it.
-  out.is_caught_up = true;
-#endif
   out.should_shut_down = b->in_controlled_shutdown;
   if (request.want_shut_down && !b->in_controlled_shutdown) {
     out.records = controlled_shutdown_records(image, *b);
