@@ -282,7 +282,7 @@ const route core_routes[] = {
     {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/consumers/{consumer_id}/assignments/{topic_name}/partitions/{partition_id}", v3_group_consumer_assignment, "DESCRIBE GROUP:{consumer_group_id}"},
     {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lags", v3_group_lags, "DESCRIBE GROUP:{consumer_group_id}"},
     {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lags/{topic_name}/partitions/{partition_id}", v3_group_partition_lag, "DESCRIBE GROUP:{consumer_group_id}; DESCRIBE TOPIC:{topic_name}"},
-    {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lag-history", v3_group_lag_history, "DESCRIBE GROUP:{consumer_group_id}"},
+    {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/lag-history", v3_group_lag_history, "DESCRIBE GROUP:{consumer_group_id}; DESCRIBE TOPIC:listed"},
     {"POST", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/offsets:reset", v3_reset_group_offsets, "READ GROUP:{consumer_group_id}; READ TOPIC:body"},
     {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/dead-letters", v3_dead_letter_topics, "DESCRIBE GROUP:{consumer_group_id}"},
     {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/dead-letters/{topic_name}/records", v3_dead_letters, "DESCRIBE GROUP:{consumer_group_id}; READ TOPIC:{topic_name}"},
