@@ -119,7 +119,7 @@ protocol::broker_heartbeat_response_data active_controller::controller_heartbeat
     return response;
   }
   completion_barrier_.heard(request.broker_id, request.broker_epoch, request.current_metadata_offset);
-  response.is_caught_up = answer->is_caught_up;
+  response.is_caught_up = true;
   response.is_fenced = answer->is_fenced;
   response.should_shut_down = answer->should_shut_down;
   if (!answer->records.empty()) parts_.writer.commit_records(std::move(answer->records), [](result<void>) {});

@@ -1,6 +1,5 @@
 #include "ringlog/controller/membership.h"
 
-#include <algorithm>
 #include <string>
 
 #include "ringlog/controller/constants.h"
@@ -11,7 +10,6 @@ namespace ringlog::controller {
 void broker_heartbeats::activate(const controller::metadata_image& image, int64_t now_ms) {
   last_heartbeat_ms_.clear();
   refused_at_ms_.clear();
-  caught_up_offset_.clear();
   for (const auto& [id, b] : image.brokers()) {
     last_heartbeat_ms_[id] = now_ms;
     heartbeat_epoch_[id] = b.broker_epoch;
@@ -31,11 +29,6 @@ result<heartbeat_answer> broker_heartbeats::answer(const controller::metadata_im
   heard(request.broker_id, now_ms);
   heartbeat_answer out;
   out.is_fenced = b->fenced;
-  // The first answer of this controller's term counts from its image then (a fence its
-  // predecessor committed lies below); a fenced broker from the image that still fences it.
-  int64_t& caught_up_offset = caught_up_offset_.try_emplace(request.broker_id, image.offset()).first->second;
-  if (b->fenced) caught_up_offset = std::max(caught_up_offset, image.offset());
-  out.is_caught_up = request.current_metadata_offset >= caught_up_offset;
   out.should_shut_down = b->in_controlled_shutdown;
   if (request.want_shut_down && !b->in_controlled_shutdown) {
     out.records = controlled_shutdown_records(image, *b);

@@ -2,8 +2,7 @@
 // ClusterControlManager and BrokerHeartbeatManager, KIP-631): sessions lapse after
 // broker.session.timeout.ms and not before, a new broker epoch restarts one, a refused probe
 // fences at once, the own broker of a combined node is never fenced (a dedicated controller's
-// leftover registration is), a fenced broker's heartbeat unfences it (its lease waits until it
-// applied its fence), one fencing at a time, and
+// leftover registration is), a fenced broker's heartbeat unfences it, one fencing at a time, and
 // a second incarnation of a broker id is refused while the first one's session lives.
 
 #include <doctest.h>
@@ -55,14 +54,11 @@ int32_t next_fenced(broker_heartbeats& hb, const metadata_image& image, int64_t 
   return f ? f->broker_id : -1;
 }
 
-/// A heartbeat of broker `id` that applied the metadata through `current_metadata_offset`.
-protocol::broker_heartbeat_request_data heartbeat(const metadata_image& image, int32_t id, bool want_shut_down = false,
-                                                  int64_t current_metadata_offset = 0) {
+protocol::broker_heartbeat_request_data heartbeat(const metadata_image& image, int32_t id, bool want_shut_down = false) {
   protocol::broker_heartbeat_request_data r;
   r.broker_id = id;
   r.broker_epoch = epoch_of(image, id);
   r.want_shut_down = want_shut_down;
-  r.current_metadata_offset = current_metadata_offset;
   return r;
 }
 
@@ -197,38 +193,10 @@ TEST_CASE("membership: heartbeat answers") {
     image = with(*image, a->records);
     CHECK_FALSE(image->find_broker(2)->fenced);
     CHECK(image->find_topic("t")->partitions[1].leader == 2);
-    auto b = hb.answer(*image, heartbeat(*image, 2, false, image->offset()), 2'000);
+    auto b = hb.answer(*image, heartbeat(*image, 2), 2'000);
     REQUIRE(b.ok());
     CHECK_FALSE(b->is_fenced);
-    CHECK(b->is_caught_up);
     CHECK(b->records.empty());
-  }
-  SUBCASE("a broker fenced while cut off is caught up only once it applied its fence (its lease waits)") {
-    // Broker 1 led t-0; the controller fenced it and moved t-0 to broker 2 at `fenced_at`.
-    REQUIRE(image->find_topic("t")->partitions[0].leader == 1);
-    auto fenced = with(*image, fence_broker_records(*image, *image->find_broker(1), false));
-    REQUIRE(fenced->find_topic("t")->partitions[0].leader == 2);
-    const int64_t fenced_at = fenced->offset();
-    // Its first heartbeat after the heal still reports the metadata before the fence.
-    auto a = hb.answer(*fenced, heartbeat(*fenced, 1, false, image->offset()), 1'000);
-    REQUIRE(a.ok());
-    CHECK(a->is_fenced);
-    CHECK_FALSE(a->is_caught_up);
-    auto unfenced = with(*fenced, a->records);
-    REQUIRE_FALSE(unfenced->find_broker(1)->fenced);
-    // Unfenced in the image, but the broker has not applied the fence: no lease yet.
-    auto b = hb.answer(*unfenced, heartbeat(*unfenced, 1, false, fenced_at - 1), 2'000);
-    REQUIRE(b.ok());
-    CHECK_FALSE(b->is_fenced);
-    CHECK_FALSE(b->is_caught_up);
-    auto c = hb.answer(*unfenced, heartbeat(*unfenced, 1, false, fenced_at), 3'000);
-    REQUIRE(c.ok());
-    CHECK_FALSE(c->is_fenced);
-    CHECK(c->is_caught_up);
-  }
-  SUBCASE("a new active controller counts a broker caught up from the image of its first answer") {
-    CHECK_FALSE(hb.answer(*image, heartbeat(*image, 3, false, image->offset() - 1), 1'000)->is_caught_up);
-    CHECK(hb.answer(*image, heartbeat(*image, 3, false, image->offset()), 1'000)->is_caught_up);
   }
   SUBCASE("a broker that wants to shut down gets the controlled shutdown records once") {
     auto a = hb.answer(*image, heartbeat(*image, 1, /*want_shut_down=*/true), 1'000);
