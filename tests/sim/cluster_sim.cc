@@ -34,8 +34,7 @@
 //     partition it forwards to; isolated, or an end of a dropped link) from the
 //     fault's start to cut_off_grace_ms after its heal - but an isolated node's answers at or
 //     above the high watermark it answers are judged from a session timeout into the isolation
-//     to the end of that grace (its leadership lease has lapsed, and is renewed after the heal
-//     only once it applied its fencing: it must refuse them) - docs/kafka.md's open part
+//     to the heal (its leadership lease has lapsed: it must refuse them) - docs/kafka.md's open part
 //     (replication::answer_fetch: a node cut off from the controller may answer with its old
 //     figure), as tests/cluster/checker.py's cut_off_windows exempts it. (Across nodes a
 //     follower's high watermark lags its leader's and an unacknowledged log end may be cut, so
@@ -458,17 +457,13 @@ class simulation final : public sim::sim_cluster {
     }
   }
 
-  /// An isolated node whose leadership lease has lapsed (a session timeout into the isolation)
-  /// answers no end: a Fetch at its high watermark is refused (replication::answer_fetch, the
-  /// lease rule), also in the grace after the heal: the controller may have fenced it and moved
-  /// its leaderships, and a heartbeat answered then renews its lease only once it applied that
-  /// (controller::broker_heartbeats::answer, is_caught_up; tests/cluster seed 27 of session 34
-  /// saw a node answer its old figure as established right after the heal). Its answers below
-  /// the high watermark are the open part.
+  /// An isolated node whose leadership lease has lapsed (a session timeout into the isolation,
+  /// before the heal) answers no end: a Fetch at its high watermark is refused
+  /// (replication::answer_fetch, the lease rule). Its answers below it are the open part.
   [[nodiscard]] bool lease_lapsed(int n, int64_t t, bool at_end) const {
     if (!at_end) return false;
     for (const auto& w : cut_off_windows_) {
-      if (w.node == n && w.isolated && w.from_ms + session_timeout_ms <= t && t <= w.to_ms) return true;
+      if (w.node == n && w.isolated && w.from_ms + session_timeout_ms <= t && t < w.heal_ms) return true;
     }
     return false;
   }
@@ -596,14 +591,18 @@ class simulation final : public sim::sim_cluster {
     int node;
     int64_t from_ms;
     int64_t to_ms;
-    bool isolated = false;   // cut from every other node (not one link)
+    bool isolated = false;          // cut from every other node (not one link)
+    int64_t heal_ms = INT64_MAX;    // to_ms without the grace
   };
 
   void heal_links() {
     const int64_t now = world_.clock.now_ms();
     if (now < hold_until_) return at(hold_until_, [this] { heal_links(); });   // a cascade runs on
     for (auto& w : cut_off_windows_) {
-      if (w.to_ms == INT64_MAX) w.to_ms = now + cut_off_grace_ms;
+      if (w.to_ms == INT64_MAX) {
+        w.to_ms = now + cut_off_grace_ms;
+        w.heal_ms = now;
+      }
     }
     net_.cut.clear();
     net_.slow_until.clear();
