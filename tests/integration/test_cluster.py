@@ -29,11 +29,15 @@ class Node(Broker):
         super().__init__(data_dir, [f"node.id={node_id}", f"controller.quorum.voters={voters}",
                                     "num.shards=1", *extra_sets], kafka_port=kafka_port, extra_args=extra_args)
 
-    def spawn(self):
+    def listeners(self):
+        """The node's `listeners` value (subclasses serve other doors)."""
         listeners = f"http://127.0.0.1:{self.port},cluster://127.0.0.1:{self.cluster_port}"
         if self.kafka_port:
             listeners += f",kafka://127.0.0.1:{self.kafka_port}"
-        args = [str(binary_path()), "serve", "--set", f"listeners={listeners}",
+        return listeners
+
+    def spawn(self):
+        args = [str(binary_path()), "serve", "--set", f"listeners={self.listeners()}",
                 "--set", f"log.dirs={self.data_dir}"]
         for s in self.extra_sets:
             args += ["--set", s]

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 import requests
 
-from conftest import binary_path, free_port, wait_until
+from conftest import free_port, wait_until
 from test_cluster import FAILOVER_DEADLINE_S, Cluster, Node
 from tls_certs import Material
 
@@ -21,16 +21,11 @@ class HttpsNode(Node):
     """A cluster node with https:// as its only HTTP listener, or (`plain_port`) with http:// too."""
     plain_port = None
 
-    def spawn(self):
+    def listeners(self):
         listeners = f"https://127.0.0.1:{self.port},cluster://127.0.0.1:{self.cluster_port}"
         if self.plain_port:
             listeners += f",http://127.0.0.1:{self.plain_port}"
-        args = [str(binary_path()), "serve", "--set", f"listeners={listeners}", "--set", f"log.dirs={self.data_dir}"]
-        for s in self.extra_sets:
-            args += ["--set", s]
-        self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
-        return self
+        return listeners
 
     @property
     def url(self):

@@ -84,14 +84,8 @@ def test_a_kafka_only_broker_serves_kafka_clients(ringlog_bin, tmp_path):
 class KafkaOnlyNode(Node):
     """A cluster node whose listeners are kafka:// and cluster:// only."""
 
-    def spawn(self):
-        listeners = f"kafka://127.0.0.1:{self.kafka_port},cluster://127.0.0.1:{self.cluster_port}"
-        args = [str(binary_path()), "serve", "--set", f"listeners={listeners}", "--set", f"log.dirs={self.data_dir}"]
-        for s in self.extra_sets:
-            args += ["--set", s]
-        self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
-        return self
+    def listeners(self):
+        return f"kafka://127.0.0.1:{self.kafka_port},cluster://127.0.0.1:{self.cluster_port}"
 
     def healthy(self):
         if self.proc.poll() is not None:
