@@ -343,13 +343,12 @@ void answer_lag_history(api::call& call, const std::string& id) {
   });
 }
 
-/// The committed partitions of `lags` (group_lag's answer; a group that committed nothing
-/// answers group_id_not_found: none).
-std::vector<group::partition_lag> committed_lags(const broker::result<std::vector<group::partition_lag>>& lags) {
-  std::vector<group::partition_lag> out;
-  if (!lags.ok()) return out;
-  for (const auto& l : *lags) {
-    if (l.committed) out.push_back(l);
+/// The topics of `committed` (group_committed's answer) with an offset of at least 0 (a Kafka
+/// client's -1/-2 names no record: no lag is measured from it).
+std::set<std::string> committed_topics(const group::partition_map<group::committed_offset>& committed) {
+  std::set<std::string> out;
+  for (const auto& [tp, c] : committed) {
+    if (c.committed.value() >= 0) out.insert(tp.topic);
   }
   return out;
 }
@@ -362,11 +361,12 @@ std::vector<group::partition_lag> committed_lags(const broker::result<std::vecto
 void v3_group_lag_history(const call_ptr& c) {
   with_group(c, [](api::call& call, broker::group_details d) {
     std::string id = d.description.group_id;
-    call.broker().groups().group_lag(id, [self = call.shared_from_this(), id](broker::result<std::vector<group::partition_lag>> lags) {
-      self->later([lags = std::move(lags), id](api::call& call2) {
-        if (!lags.ok() && lags.error().code != broker::errc::group_id_not_found) return call2.fail(to_api_error(lags.error()));
-        for (const auto& l : committed_lags(lags)) {
-          if (!call2.authorized(security::resource_type::topic, l.partition.topic, security::acl_operation::describe)) {
+    call.broker().groups().group_committed(id, [self = call.shared_from_this(), id](
+                                                  broker::result<group::partition_map<group::committed_offset>> committed) {
+      self->later([committed = std::move(committed), id](api::call& call2) {
+        if (!committed.ok()) return call2.fail(to_api_error(committed.error()));
+        for (const auto& topic : committed_topics(*committed)) {
+          if (!call2.authorized(security::resource_type::topic, topic, security::acl_operation::describe)) {
             return call2.fail(403, ec::forbidden, "the lag history of consumer group '" + id +
                                                       "' covers topics you are not authorized to DESCRIBE");
           }
@@ -418,14 +418,12 @@ void v3_reset_group_offsets(const call_ptr& c) {
   broker::reset_offsets_request req = std::move(parsed).value();
   req.group_id = c->params["consumer_group_id"];
   if (!req.topics.empty() || !req.partitions.empty()) return reset_group_offsets(c, std::move(req));
-  c->broker().groups().group_lag(req.group_id, [c, req](broker::result<std::vector<group::partition_lag>> r) mutable {
+  c->broker().groups().group_committed(req.group_id, [c, req](broker::result<group::partition_map<group::committed_offset>> r) mutable {
     c->later([r = std::move(r), req = std::move(req)](api::call& call) mutable {
-      if (!r.ok() && r.error().code != broker::errc::group_id_not_found) return call.fail(to_api_error(r.error()));
+      if (!r.ok()) return call.fail(to_api_error(r.error()));
       std::set<std::string> topics;
-      for (const auto& l : committed_lags(r)) {
-        if (call.authorized(security::resource_type::topic, l.partition.topic, security::acl_operation::describe)) {
-          topics.insert(l.partition.topic);
-        }
+      for (const auto& topic : committed_topics(*r)) {
+        if (call.authorized(security::resource_type::topic, topic, security::acl_operation::describe)) topics.insert(topic);
       }
       if (topics.empty()) {
         return call.fail(404, ec::not_found, "consumer group '" + req.group_id +
