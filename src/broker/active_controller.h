@@ -102,7 +102,22 @@ class active_controller {
   /// topic name (validate_topic_name: invalid_topic_exception), a RemoveTopicRecord must not
   /// remove an internal ("__") topic (invalid_request), and every RegisterBrokerRecord passes
   /// refuse_duplicate_registration.
-  [[nodiscard]] result<void> check_proposed_entry(std::span<const std::byte> payload);
+  /// It also keeps broker.partitions.max across requests: the partitions the entry adds to
+  /// topics not named "__..." (a PartitionRecord for an index its topic does not have yet), beside
+  /// the image's and those of entries proposed here and not yet applied, must fit, or
+  /// invalid_partitions naming the limit. This is the one place every create passes, in the
+  /// order the controller proposes them, so a batch or concurrent creates cannot pass it together.
+  /// On success: the partitions the entry adds, to pass to reserve_partitions.
+  [[nodiscard]] result<int64_t> check_proposed_entry(std::span<const std::byte> payload);
+  /// Before proposing an entry that adds `partitions` (check_proposed_entry): they count against
+  /// broker.partitions.max until settle_partitions. Returns the reservation's id.
+  uint64_t reserve_partitions(int64_t partitions);
+  /// broker.partitions.max: `adding` partitions fit beside `image`'s and the reservations (those
+  /// `image` has applied dropped first). Returns `adding`, or invalid_partitions naming the limit.
+  [[nodiscard]] result<int64_t> check_partitions_max(const controller::metadata_image& image, int64_t adding);
+  /// The proposal of reservation `id` ended: committed at metadata offset `offset` (kept until
+  /// the image has applied it), or failed (-1: released now).
+  void settle_partitions(uint64_t id, int64_t offset);
   /// Every RegisterBrokerRecord of `records` is checked by broker_heartbeats::check_registration
   /// (Kafka's ClusterControlManager.registerBroker). Errors: duplicate_broker_registration naming
   /// the broker id and the live incarnation; the live one is probed then (a kill -9'd process is
@@ -224,6 +239,15 @@ class active_controller {
   bool decommission_in_flight_ = false;      // decommission_tick: a commit or drain of it under way
   bool offsets_topic_pending_ = false;       // ensure_offsets_topic_async: a creation under way
   bool forwarding_secret_pending_ = false;   // ensure_forwarding_secret: a commit under way
+  /// Partitions of entries proposed here and not yet in the controller shard's image (reserve_
+  /// partitions): id -> (partitions, committed offset or -1 while in flight). One per proposal in
+  /// flight or committed and not yet applied, so bounded by the quorum's uncommitted limit.
+  struct partition_reservation {
+    int64_t partitions = 0;
+    int64_t offset = -1;
+  };
+  std::map<uint64_t, partition_reservation> partition_reservations_;
+  uint64_t next_partition_reservation_ = 0;
   completion_barrier completion_barrier_;    // who applied which metadata (reassignment.h)
   producer_id_control producer_id_control_;  // the blocks proposed (controller/producer_ids.h)
   autobalancer autobalancer_;                // the partition autobalancer's state (autobalancer.h)

@@ -6,6 +6,7 @@
 // broker's heartbeats and lease broker_lifecycle.h's.
 // Kafka's counterpart: ControllerApis' Envelope and QuorumController's appendRecords.
 
+#include <optional>
 #include <utility>
 
 #include "cluster_requests.h"
@@ -106,7 +107,8 @@ void metadata_writer::handle_envelope(const protocol::request_header_data& heade
                            : r.error().code == errc::request_timed_out ? error_codes::code_request_timed_out
                            : r.error().code == errc::duplicate_broker_registration
                                ? error_codes::code_duplicate_broker_registration
-                               : error_codes::code_invalid_request;
+                           : r.error().code == errc::invalid_partitions ? error_codes::code_invalid_partitions
+                                                                        : error_codes::code_invalid_request;
       return answer(code, r.error().message, 0);
     }
     answer(0, "", r.value());
@@ -117,10 +119,15 @@ void metadata_writer::write_entry(std::vector<std::byte> payload, std::function<
   RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
   const int32_t leader = quorum_->leader_id();
   if (leader == config_.node_id) {
-    if (auto refused = controller_.check_proposed_entry(payload); !refused.ok()) return done(refused.error());
+    auto checked = controller_.check_proposed_entry(payload);
+    if (!checked.ok()) return done(checked.error());
+    // The partitions it adds count against broker.partitions.max until the image has them.
+    const std::optional<uint64_t> reservation =
+        *checked > 0 ? std::optional(controller_.reserve_partitions(*checked)) : std::nullopt;
     std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t*>(payload.data()),
                                reinterpret_cast<const uint8_t*>(payload.data()) + payload.size());
-    return quorum_->propose(std::move(bytes), [done = std::move(done)](controller::result<int64_t> r) {
+    return quorum_->propose(std::move(bytes), [this, reservation, done = std::move(done)](controller::result<int64_t> r) {
+      if (reservation) controller_.settle_partitions(*reservation, r.ok() ? r.value() : -1);
       if (!r.ok()) return done(from_controller(r.error()));
       done(r.value());
     });
@@ -155,6 +162,9 @@ void metadata_writer::write_entry(std::vector<std::byte> payload, std::function<
           if (response->error_code == error_codes::code_request_timed_out) return done(error{errc::request_timed_out, message});
           if (response->error_code == error_codes::code_duplicate_broker_registration) {
             return done(error{errc::duplicate_broker_registration, message});
+          }
+          if (response->error_code == error_codes::code_invalid_partitions) {
+            return done(error{errc::invalid_partitions, message});   // broker.partitions.max
           }
           if (response->error_code != 0) return done(error{errc::invalid_request, message});
           if (!response->response_data || response->response_data->size() != 8) {

@@ -6,7 +6,11 @@
 // commits and the log lines. The broker's own side of the heartbeat (registration, send,
 // leadership lease) is broker_lifecycle.h's.
 
+#include <array>
+#include <map>
+#include <string>
 #include <variant>
+#include <vector>
 
 #include "active_controller.h"
 #include "broker_lifecycle.h"
@@ -144,7 +148,71 @@ void active_controller::fence_lapsed_brokers() {
   });
 }
 
-result<void> active_controller::check_proposed_entry(std::span<const std::byte> payload) {
+namespace {
+
+/// The partitions `records` add to `image` in topics not named "__..." (internal topics are the
+/// broker's own and always created): a PartitionRecord for an index its topic does not have yet,
+/// of a topic in the image or of one a TopicRecord of `records` creates.
+int64_t user_partitions_added(const controller::metadata_image& image,
+                              const std::vector<protocol::metadata_record>& records) {
+  std::map<std::array<uint8_t, 16>, std::string> new_topics;   // TopicRecords of this entry
+  int64_t added = 0;
+  for (const auto& record : records) {
+    if (const auto* topic = std::get_if<protocol::topic_record>(&record)) {
+      new_topics[topic->topic_id.value] = topic->name;
+      continue;
+    }
+    const auto* partition = std::get_if<protocol::partition_record>(&record);
+    if (partition == nullptr) continue;
+    if (const auto* existing = image.find_topic(partition->topic_id); existing != nullptr) {
+      const bool grows = partition->partition_id >= static_cast<int32_t>(existing->partitions.size());
+      if (grows && !model::is_internal_topic(existing->name)) ++added;
+      continue;
+    }
+    auto it = new_topics.find(partition->topic_id.value);
+    if (it == new_topics.end() || !model::is_internal_topic(it->second)) ++added;
+  }
+  return added;
+}
+
+}  // namespace
+
+uint64_t active_controller::reserve_partitions(int64_t partitions) {
+  RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
+  RINGLOG_ASSERT_OP(partitions, >, 0);
+  const uint64_t id = next_partition_reservation_++;
+  partition_reservations_[id] = partition_reservation{partitions, -1};
+  return id;
+}
+
+void active_controller::settle_partitions(uint64_t id, int64_t offset) {
+  RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
+  auto it = partition_reservations_.find(id);
+  if (it == partition_reservations_.end()) return;
+  if (offset < 0) {
+    partition_reservations_.erase(it);
+    return;
+  }
+  it->second.offset = offset;
+}
+
+result<int64_t> active_controller::check_partitions_max(const controller::metadata_image& image, int64_t adding) {
+  // Reservations whose entry the image has applied are in its partition count now.
+  std::erase_if(partition_reservations_,
+                [&image](const auto& r) { return r.second.offset >= 0 && r.second.offset <= image.offset(); });
+  if (adding == 0) return adding;
+  int64_t reserved = 0;
+  for (const auto& [id, r] : partition_reservations_) reserved += r.partitions;
+  const int64_t held = image.partition_count() + reserved;
+  if (held + adding <= config_.partitions_max) return adding;
+  return error{errc::invalid_partitions,
+               "the cluster holds " + std::to_string(image.partition_count()) + " partitions (" +
+                   std::to_string(reserved) + " more being created); " + std::to_string(adding) +
+                   " more would pass the limit broker.partitions.max=" + std::to_string(config_.partitions_max) +
+                   " (each partition keeps files open; the limit follows the open-file limit)"};
+}
+
+result<int64_t> active_controller::check_proposed_entry(std::span<const std::byte> payload) {
   RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, controller_shard);
   // A peer's envelope is written to the metadata log as it came: what it says is checked here
   // first, as Kafka's controller checks each request (the breaker of session 34 committed
@@ -166,7 +234,8 @@ result<void> active_controller::check_proposed_entry(std::span<const std::byte> 
       }
     }
   }
-  return refuse_duplicate_registration(*records);
+  if (auto refused = refuse_duplicate_registration(*records); !refused.ok()) return refused.error();
+  return check_partitions_max(*image, user_partitions_added(*image, *records));
 }
 
 result<void> active_controller::refuse_duplicate_registration(const std::vector<protocol::metadata_record>& records) {

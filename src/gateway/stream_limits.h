@@ -42,6 +42,10 @@ inline constexpr size_t ws_write_queue_low_water_bytes = 1024 * 1024;
 /// at most this much (plus kernel socket buffers) however many connections there are.
 inline constexpr int64_t ws_write_queue_total_bytes_max = int64_t{256} << 20;
 
+/// Longest `id` of a client's message, as JSON text: every answer echoes it, so it bounds the
+/// size of an answer a client can make the server queue. Ample for a uuid or a counter.
+inline constexpr size_t ws_id_bytes_max = 1024;
+
 /// Record bytes one subscription or group member fetches at once (like http_stream_chunk_bytes_max).
 inline constexpr int32_t ws_fetch_bytes_max = 256 * 1024;
 

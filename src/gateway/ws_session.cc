@@ -329,6 +329,26 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       read_paused_ = true;
       return;
     }
+    // A client that does not read its answers is not read from either (its messages wait in the
+    // socket): the write completion that brings the queue down reads again (resume_reading).
+    if (queue_full()) {
+      queue_paused_ = true;
+      return;
+    }
+    read();
+  }
+
+  /// Reading waits while this session's queue holds ws_write_queue_low_water_bytes or more, or
+  /// while all sessions' queues hold ws_write_queue_total_bytes_max and this one is not empty
+  /// (an empty one may read: its queue's next write completion is what resumes it). So answers
+  /// never pile up past those bounds by more than one message's answers per session.
+  [[nodiscard]] bool queue_full() const {
+    return out_bytes_ >= limits::ws_write_queue_low_water_bytes ||
+           (out_bytes_ > 0 && ctx_.shared->queued_bytes.load() >= limits::ws_write_queue_total_bytes_max);
+  }
+  void resume_reading() {
+    if (!queue_paused_ || queue_full() || closing_) return;
+    queue_paused_ = false;
     read();
   }
 
@@ -359,7 +379,10 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
 
   void handle(const std::string& text) {
     // Produce messages are most of the traffic: their common shape is read without a json tree.
-    if (auto fast = parse_ws_produce_fast(text, records_per_message_max())) return produce_fast(std::move(*fast));
+    if (auto fast = parse_ws_produce_fast(text, records_per_message_max())) {
+      if (fast->id_json.size() > limits::ws_id_bytes_max) return refuse_long_id(produce_message::yes);
+      return produce_fast(std::move(*fast));
+    }
     flush_produce();   // what was read before this message reaches the broker before it
     api_error refusal;
     json m = parse_json(text, "message", refusal);
@@ -369,6 +392,11 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     }
     const std::string type = m["type"].get<std::string>();
     json id = m.value("id", json(nullptr));
+    // Every answer echoes the id: a long one would make each answer as long (the breaker of
+    // session 35 queued 60 KB errors by the thousand).
+    if (!id.is_null() && dump(id).size() > limits::ws_id_bytes_max) {
+      return refuse_long_id(type == "produce" ? produce_message::yes : produce_message::no);
+    }
     try {
       if (type != "produce") check_fields(type, m);   // produce answers in order: it checks its own
       if (type == "produce") return on_produce(m, id);
@@ -1255,6 +1283,16 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   }
 
   // ---- writing: exactly one write in flight, the rest queued up to ws_write_queue_bytes_max
+  enum class produce_message : bool { no, yes };
+  /// A message whose id passes ws_id_bytes_max: an error with a null id naming the limit, and
+  /// nothing done. A produce's is answered in its turn among the produce answers (produce_done).
+  void refuse_long_id(produce_message produce) {
+    std::string answer = error_json(nullptr, error_codes::unprocessable,
+                                    "\"id\" is longer than " + std::to_string(limits::ws_id_bytes_max) +
+                                        " bytes as JSON text (ws_id_bytes_max); it is echoed in every answer");
+    if (produce == produce_message::yes) return produce_done(next_produce_seq_++, std::move(answer));
+    send_text(std::move(answer));
+  }
   std::string error_json(const json& id, int code, const std::string& message) {
     return error_text(dump(id), code, message);
   }
@@ -1315,6 +1353,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       self->out_.pop_front();
       if (ec) return self->teardown();
       self->write_next();
+      self->resume_reading();
       if (self->out_bytes_ < limits::ws_write_queue_low_water_bytes) self->pump();
       if (!self->writing_) self->set_corked(false);
     });
@@ -1376,6 +1415,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   asio::steady_timer quota_timer_;   // ends a quota pause (count_quota)
   std::chrono::steady_clock::time_point quota_paused_until_{};   // no fetch and no read before (issue 31)
   bool read_paused_ = false;         // a read is owed once the quota pause ends
+  bool queue_paused_ = false;        // a read is owed once the write queue drains (queue_full)
   beast::flat_buffer in_;
   std::deque<std::string> out_;
   size_t out_bytes_ = 0;

@@ -84,3 +84,32 @@ def test_a_peers_envelope_is_checked_before_it_is_committed(ringlog_bin, tmp_pat
         assert not (tmp_path / "escape-0").exists(), "a partition directory outside log.dirs"
     finally:
         b.stop()
+
+
+def many_partitions_entry(name, topic_id, partitions):
+    """A TopicRecord and `partitions` PartitionRecords of one replica each, node 1."""
+    topic = record(2, 0, compact_string(name) + topic_id + uvarint(0))
+    parts = [record(3, 0, struct.pack(">i", p) + topic_id + int32_array([1]) + int32_array([1]) + int32_array([]) +
+                    int32_array([]) + struct.pack(">iii", 1, 0, 0) + uvarint(0)) for p in range(partitions)]
+    return entry([topic] + parts)
+
+
+def test_a_peers_envelope_keeps_to_broker_partitions_max(ringlog_bin, tmp_path):
+    """A create forwarded to the active controller counts against broker.partitions.max there
+    (session 35: the limit was checked only by the node a client asked, per topic): one that
+    would pass it is refused with INVALID_PARTITIONS (37), one that fits is committed."""
+    cluster_port = free_port()
+    b = Broker(tmp_path / "data", extra_sets=["node.id=1", f"controller.quorum.voters=1@127.0.0.1:{cluster_port}",
+                                              "broker.partitions.max=100"])
+    b.extra_sets.append(f"listeners=http://127.0.0.1:{b.port},cluster://127.0.0.1:{cluster_port}")
+    b.start()
+    try:
+        topics = lambda: {t["topic_name"]: t for t in requests.get(b.v3("/topics"), timeout=10).json()["data"]}
+        wait_until(lambda: topics().get("__consumer_offsets"), 30.0, "__consumer_offsets")
+        held = sum(t["partitions_count"] for t in topics().values())
+        assert send_envelope(cluster_port, many_partitions_entry("over", uuid.uuid4().bytes, 101 - held)) == 37
+        assert send_envelope(cluster_port, many_partitions_entry("fits", uuid.uuid4().bytes, 100 - held)) == 0
+        wait_until(lambda: "fits" in topics(), 30.0, "the topic that fits")
+        assert "over" not in topics()
+    finally:
+        b.stop()

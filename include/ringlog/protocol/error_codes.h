@@ -16,6 +16,7 @@ inline constexpr int16_t code_offset_out_of_range = 1;
 inline constexpr int16_t code_unknown_topic_or_partition = 3;
 inline constexpr int16_t code_not_leader_or_follower = 6;
 inline constexpr int16_t code_request_timed_out = 7;
+inline constexpr int16_t code_invalid_partitions = 37;
 inline constexpr int16_t code_not_controller = 41;
 inline constexpr int16_t code_invalid_request = 42;
 inline constexpr int16_t code_fenced_leader_epoch = 74;
