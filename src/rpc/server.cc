@@ -116,6 +116,25 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   void close_all();
 };
 
+/// One request's answer, shared by the copies of its respond_fn (connection::make_respond): used
+/// at most once. When the last copy goes without a call, the handler discarded the request
+/// (raft's inbound queue full or the request's deadline passed, an encode failure): the
+/// connection gets its slot of connection_in_flight_requests_max back. Before, each such request
+/// held one for good, and 64 of them stopped the connection's reading (its peer's requests all
+/// timed out) with the idle close never firing on a connection that looked busy.
+struct response_slot {
+  response_slot(std::weak_ptr<server::impl> o, std::weak_ptr<connection> c, int16_t key)
+      : owner(std::move(o)), answers_on(std::move(c)), api_key(key) {}
+  response_slot(const response_slot&) = delete;
+  response_slot& operator=(const response_slot&) = delete;
+  ~response_slot();
+
+  std::weak_ptr<server::impl> owner;
+  std::weak_ptr<connection> answers_on;   // the connection the request came on
+  int16_t api_key;
+  std::atomic<bool> used{false};
+};
+
 /// One accepted connection: reads frames one after another, hands requests to handlers, writes
 /// responses one at a time. Lives on the shard's thread only.
 struct connection : std::enable_shared_from_this<connection> {
@@ -224,7 +243,7 @@ struct connection : std::enable_shared_from_this<connection> {
       auto correlation = protocol::peek_correlation_id(frame);
       if ((code == protocol::errc::unknown_api_key || code == protocol::errc::unsupported_version) && correlation.ok()) {
         ++in_flight;
-        make_respond()(api_versions_frame(0, *correlation, unsupported_version_code));
+        make_respond(-1)(api_versions_frame(0, *correlation, unsupported_version_code));
         return;
       }
       close("malformed request header: " + header.error().message);
@@ -239,32 +258,49 @@ struct connection : std::enable_shared_from_this<connection> {
     if (h.client_id && *h.client_id != client_id) client_id = *h.client_id;
     if (h.request_api_key == api_versions_key) {
       ++in_flight;
-      make_respond()(api_versions_frame(h.request_api_version, h.correlation_id, 0));
+      make_respond(h.request_api_key)(api_versions_frame(h.request_api_version, h.correlation_id, 0));
       return;
     }
     auto handler = o->handlers.find(h.request_api_key);
     if (handler == o->handlers.end()) {
       ++in_flight;
-      make_respond()(api_versions_frame(0, h.correlation_id, unsupported_version_code));
+      make_respond(h.request_api_key)(api_versions_frame(0, h.correlation_id, unsupported_version_code));
       return;
     }
     ++in_flight;
     const auto body = std::span<const std::byte>(frame).subspan(header->body_offset);
-    handler->second(h, body, make_respond());
+    handler->second(h, body, make_respond(h.request_api_key));
   }
 
-  /// A respond_fn for one request: callable from any thread, effective once.
-  respond_fn make_respond() {
-    auto used = std::make_shared<std::atomic<bool>>(false);
-    auto o = owner.lock();
-    asio::io_context* context = o ? &o->context : nullptr;
-    std::weak_ptr<connection> weak = shared_from_this();
-    return [weak, used, context](bytes response) {
-      if (context == nullptr || used->exchange(true)) return;
-      asio::post(*context, [weak, response = std::move(response)]() mutable {
+  /// A respond_fn for request `api_key`: callable from any thread, effective once. Dropped
+  /// without a call (response_slot), the request's in-flight slot is given back.
+  respond_fn make_respond(int16_t api_key) {
+    auto slot = std::make_shared<response_slot>(owner, weak_from_this(), api_key);
+    return [slot](bytes response) {
+      if (slot->used.exchange(true)) return;
+      auto o = slot->owner.lock();
+      if (!o) return;
+      asio::post(o->context, [weak = slot->answers_on, response = std::move(response)]() mutable {
         if (auto self = weak.lock()) self->on_response(std::move(response));
       });
     };
+  }
+
+  /// A handler let go of request `api_key`'s respond_fn without answering (response_slot): the
+  /// slot is free again; the sender's own deadline answers it. One line per api key per
+  /// deadline_warning_interval_ms.
+  void on_dropped(int16_t api_key) {
+    RINGLOG_ASSERT_OP(in_flight, >, 0U);
+    --in_flight;
+    if (closed) return;
+    uint64_t suppressed = 0;
+    auto o = owner.lock();
+    if (o && o->log_refusal_now("unanswered api_key=" + std::to_string(api_key), suppressed)) {
+      spdlog::info("msg=\"cluster request dropped unanswered by its handler\" peer={} client_id=\"{}\" api_key={} "
+                   "dropped_since_last_line={}",
+                   peer, base::logfmt_escaped(client_id), api_key, suppressed);
+    }
+    read_next();
   }
 
   void on_response(bytes response) {
@@ -419,6 +455,15 @@ struct connection : std::enable_shared_from_this<connection> {
     }
   }
 };
+
+response_slot::~response_slot() {
+  if (used.load()) return;
+  auto o = owner.lock();
+  if (!o) return;
+  asio::post(o->context, [weak = answers_on, key = api_key] {
+    if (auto self = weak.lock()) self->on_dropped(key);
+  });
+}
 
 void server::impl::adopt(runtime::shard_socket socket, runtime::connection_slot slot) {
   if (stopped) return;

@@ -405,6 +405,36 @@ bool ends_in_reset(int fd, size_t& received) {
   }
 }
 
+TEST_CASE("requests a handler drops unanswered give their in-flight slots back: the connection serves on") {
+  fixture f;
+  std::atomic<int> dropped{0};
+  // A handler that discards what it cannot take (raft's inbound queue full, a deadline passed).
+  f.srv->set_handler(protocol::begin_quorum_epoch_request_data::api_key,
+                     [&](const protocol::request_header_data&, std::span<const std::byte>, respond_fn) { ++dropped; });
+  f.srv->start();
+  client c(*f.rt, 1, "127.0.0.1", f.srv->port(), "test");
+  protocol::begin_quorum_epoch_request_data req;
+  protocol::writer w;
+  REQUIRE(req.encode(w, 1).ok());
+  const auto body = std::move(w).take();
+  // Twice the connection's bound: before, the first 64 held every slot for good and the
+  // server stopped reading the connection.
+  constexpr int requests = 2 * static_cast<int>(constants::connection_in_flight_requests_max);
+  std::atomic<int> answered{0};
+  for (int i = 0; i < requests; ++i) {
+    c.send(protocol::begin_quorum_epoch_request_data::api_key, 1, body, 300, [&](result<bytes> r) {
+      CHECK(!r.ok());
+      ++answered;
+    });
+  }
+  REQUIRE(wait_for([&] { return answered.load() == requests; }));
+  CHECK(wait_for([&] { return dropped.load() == requests; }));
+  auto vote = call(c, protocol::vote_request_data::api_key, encode_vote(9), 2000);
+  REQUIRE(vote.ok());
+  CHECK(epoch_of(*vote) == 9);
+  c.stop();
+}
+
 TEST_CASE("a request given up on (timed out or abandoned) while unacknowledged aborts its connection: never delivered later") {
   auto rt = make_runtime();
   stalled_peer peer;
