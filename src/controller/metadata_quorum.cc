@@ -206,6 +206,16 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
         // connection (rpc::close_connection_frame); its error names the request and version
         // ("BeginQuorumEpochRequest v0: topics: truncated ...").
         if (!request.ok()) return respond(rpc::close_connection_frame(header, request.error().message));
+        // Only a misconfigured peer (two processes with one node.id) names this node as the
+        // sender of a BeginQuorumEpoch, EndQuorumEpoch, Fetch or FetchSnapshot: raft ignores it,
+        // so it closes the connection with the warning naming it. A Vote naming this node is
+        // answered not granted instead (Kafka's CandidateState), by raft.
+        const raft::node_id sender = quorum_wire::sender_of(*request);
+        if (sender.value() == self->config.node_id && !std::holds_alternative<raft::vote_request>(*request)) {
+          return respond(rpc::close_connection_frame(
+              header, "the request names this node (node.id " + std::to_string(self->config.node_id) +
+                          ") as its sender: is another process configured with the same node.id?"));
+        }
         self->rt.post(self->shard, [self, header, request = std::move(request).value(),
                                          respond = std::move(respond)]() mutable {
           self->on_request(header, std::move(request), std::move(respond));

@@ -107,3 +107,43 @@ def test_a_vote_naming_the_node_itself_as_candidate_is_answered_not_granted(ring
         assert epoch < 1 << 20, "the request moved the node's epoch"
     finally:
         b.stop()
+
+
+def begin_quorum_epoch_v0(cluster_id, leader_id, leader_epoch):
+    """A BeginQuorumEpoch v0 body (KIP-595, not flexible) for __cluster_metadata-0."""
+    partition = struct.pack(">iii", 0, leader_id, leader_epoch)
+    topic = string("__cluster_metadata") + struct.pack(">i", 1) + partition
+    return string(cluster_id) + struct.pack(">i", 1) + topic
+
+
+def test_a_begin_quorum_epoch_naming_the_node_itself_as_leader_closes_the_connection_with_a_warning(ringlog_bin, tmp_path):
+    """Only a misconfigured peer (two processes with one node.id) names the receiver as the sender
+    of a BeginQuorumEpoch, EndQuorumEpoch or Fetch; raft ignores it. Session 35 found it dropped
+    without an answer, a close or a log line; now the connection closes with a warning that says
+    what to look for."""
+    b, cluster_port = one_node(tmp_path)
+    b.start()
+    try:
+        props = (tmp_path / "data" / "meta.properties").read_text()
+        cluster_id = next(l.split("=", 1)[1].strip() for l in props.splitlines() if l.startswith("cluster.id="))
+        body = begin_quorum_epoch_v0(cluster_id, 1, 1 << 20)
+        payload = struct.pack(">hhi", 53, 0, 12) + string("ringlog-node-1") + body   # header v1
+        with socket.create_connection(("127.0.0.1", cluster_port), timeout=5) as s:
+            s.sendall(struct.pack(">i", len(payload)) + payload)
+            try:
+                closed = s.recv(4) == b""
+            except socket.timeout:
+                closed = None
+            except ConnectionResetError:
+                closed = True
+        assert closed is True, closed   # before: None (no answer, no close)
+
+        def warned():
+            log = b.log_path.read_text(errors="replace")
+            return [l for l in log.splitlines() if "a request it cannot serve" in l and "api_key=53 " in l]
+        line = wait_until(warned, 10.0, "a warning naming the request")[0]
+        assert "same node.id" in line and "node.id 1" in line, line
+        # A well-formed request from another node id is still served on a new connection.
+        assert closed_unanswered(cluster_port, 18, 0, b"") is False
+    finally:
+        b.stop()
