@@ -2,6 +2,7 @@
 
 #include "api_routes.h"
 
+#include <algorithm>
 #include <limits>
 #include <set>
 #include "consumer_parsing.h"
@@ -392,9 +393,23 @@ void reset_group_offsets(const call_ptr& c, broker::reset_offsets_request req) {
     if (!c->require(security::resource_type::topic, tp.topic, security::acl_operation::read)) return;
   }
   const bool dry = req.mode == group::dry_run::yes;
-  c->broker().groups().reset_offsets(std::move(req), [c, dry](broker::result<group::partition_map<model::offset>> r) {
-    c->later([r = std::move(r), dry](api::call& call) {
-      if (!r.ok()) return call.fail(to_api_error(r.error()));
+  // Every topic named, when partitions are named ("T:0,5"): all of them existing, a failure is
+  // about a partition.
+  std::vector<std::string> partitions_of;
+  if (!req.partitions.empty()) {
+    partitions_of = req.topics;
+    for (const auto& tp : req.partitions) partitions_of.push_back(tp.topic);
+  }
+  c->broker().groups().reset_offsets(std::move(req), [c, dry, partitions_of](broker::result<group::partition_map<model::offset>> r) {
+    c->later([r = std::move(r), dry, partitions_of](api::call& call) {
+      if (!r.ok()) {
+        // A missing partition of a topic that exists is 40402 (Confluent's partition not found),
+        // not the topic's 40401.
+        const bool topics_exist = !partitions_of.empty() &&
+                                  std::all_of(partitions_of.begin(), partitions_of.end(),
+                                              [&call](const std::string& t) { return call.topic_exists(t); });
+        return call.fail(to_api_error(r.error(), topics_exist ? error_scope::partition : error_scope::topic, topics_exist));
+      }
       json offsets = json::array();
       for (const auto& [tp, o] : *r) {
         offsets.push_back({{"topic_name", tp.topic}, {"partition_id", tp.partition.value()}, {"offset", o.value()}});

@@ -54,6 +54,19 @@ struct v3_stream : std::enable_shared_from_this<v3_stream> {
   [[nodiscard]] size_t unanswered() const { return reports.size() - next_to_write + reports_unsent; }
 };
 
+/// A record numbered by "sequence" belongs to an idempotent produce (the producer_id and
+/// producer_epoch query parameters, from POST /v3/clusters/{c}/producers): without them it was
+/// stored as an ordinary record, and a resend stored again. It fails alone with 422, the
+/// WebSocket's rule (http-api/ws-protocol.md).
+void refuse_sequence_without_producer(v3_item& item, const std::optional<broker::producer_identity>& producer) {
+  if (producer || !item.record || !item.record->record.sequence) return;
+  item.record.reset();
+  item.failure = api_error{422, error_codes::unprocessable,
+                           "\"sequence\" numbers the records of an idempotent produce: send producer_id and "
+                           "producer_epoch (query parameters; POST /v3/clusters/{cluster_id}/producers hands them out) "
+                           "with it, or leave sequence out"};
+}
+
 /// Sends `items` (parsed records, or refusals) in batches of at most stream_batch_records_max;
 /// the report of items[i] goes to stream->reports[first + i], written in order as they complete.
 void produce_v3_items(const call_ptr& c, const std::shared_ptr<v3_stream>& stream, const std::string& topic,
@@ -66,6 +79,7 @@ void produce_v3_items(const call_ptr& c, const std::shared_ptr<v3_stream>& strea
   std::vector<batch> batches(1);
   for (size_t i = 0; i < items.size(); ++i) {
     v3_item& item = items[i];
+    refuse_sequence_without_producer(item, producer);
     if (item.failure) {
       stream->reports[first + i] = error_json(*item.failure);
       continue;
@@ -281,6 +295,7 @@ void v3_produce(const call_ptr& c) {
 
   if (items->size() == 1 && !c->request.chunked) {
     v3_item& item = items->front();
+    refuse_sequence_without_producer(item, *producer);
     // A record with invalid data is that record's report, not the request's status (Confluent
     // answers 200 with the record's error); a request-level refusal stays a status.
     if (item.failure) {
@@ -339,6 +354,7 @@ void v3_produce_batch(const call_ptr& c) {
   std::string cluster = c->params["cluster_id"];
   broker::produce_request req{topic, {}, *acks, 30000, *producer, c->principal(), c->peer_ip()};
   for (size_t i = 0; i < b->entries.size(); ++i) {
+    refuse_sequence_without_producer(b->entries[i].item, *producer);
     const v3_item& item = b->entries[i].item;
     if (item.failure) continue;
     b->produced.push_back(i);

@@ -321,7 +321,7 @@ void v3_list_transactions(const call_ptr& c) {
       std::string valid;
       for (auto n : names) valid += std::string(valid.empty() ? "" : ", ") + std::string(n);
       return c->fail(400, ec::bad_request,
-                     "query parameter state must be one of " + valid + " (Kafka's names), got "" + s->second + """);
+                     "query parameter state must be one of " + valid + " (Kafka's names), got \"" + s->second + "\"");
     }
     filter.states.push_back(s->second);
   }

@@ -1,6 +1,8 @@
 #include "consumer_parsing.h"
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <type_traits>
 #include <limits>
@@ -217,8 +219,11 @@ parsed<broker::consumer_instance_config> parse_create_consumer(std::string_view 
     cfg.name = *name;
   }
   if (auto format = setting_text(*o, "format")) {
-    if (*format == "binary") cfg.format = broker::consumer_format::binary;
-    else if (*format == "json") cfg.format = broker::consumer_format::json;
+    // Any case, as Confluent's ConsumerInstanceConfig reads it (EmbeddedFormat of its upper case).
+    std::string lower = *format;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    if (lower == "binary") cfg.format = broker::consumer_format::binary;
+    else if (lower == "json") cfg.format = broker::consumer_format::json;
     else return bad_setting("format must be binary or json, got \"" + *format + "\"");
   }
   if (auto reset = setting_text(*o, "auto.offset.reset")) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 #include <set>
 
 #include "handlers.h"
@@ -227,6 +228,16 @@ void handle_describe_configs(const request_context& ctx, protocol::describe_conf
   g->finish_if_empty();
 }
 
+/// The first config name `configs` holds twice, or nullopt.
+template <typename Configs>
+std::optional<std::string> duplicate_config_key(const Configs& configs) {
+  std::set<std::string_view> seen;
+  for (const auto& config : configs) {
+    if (!seen.insert(config.name).second) return config.name;
+  }
+  return std::nullopt;
+}
+
 void handle_alter_configs(const request_context& ctx, protocol::alter_configs_request_data request) {
   // AlterConfigs replaces a resource's whole set of overrides: keys not named go back to default.
   broker::broker& b = ctx.broker_api();
@@ -248,6 +259,10 @@ void handle_alter_configs(const request_context& ctx, protocol::alter_configs_re
     };
     if (auto refused = config_refusal(ctx, res.resource_type, res.resource_name, security::acl_operation::alter_configs)) {
       finish(refused->first, refused->second);
+      continue;
+    }
+    if (auto twice = duplicate_config_key(res.configs)) {
+      finish(error_code::invalid_request, "Error due to duplicate config keys: " + *twice + " is named twice");
       continue;
     }
     std::map<std::string, std::optional<std::string>> wanted_values;
@@ -345,6 +360,11 @@ void handle_incremental_alter_configs(const request_context& ctx,
     if (res.resource_type != resource_type_topic && res.resource_type != resource_type_broker) {
       finish(error_code::invalid_request,
              "resource type " + std::to_string(res.resource_type) + " has no configs here (topic 2, broker 4)");
+      continue;
+    }
+    // Kafka's KafkaApis refuses a resource naming a key twice (which one wins is undefined).
+    if (auto twice = duplicate_config_key(res.configs)) {
+      finish(error_code::invalid_request, "Error due to duplicate config keys: " + *twice + " is named twice");
       continue;
     }
     auto [changes, list_changes, refused] = incremental_changes(res.configs);
