@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -537,19 +538,27 @@ struct connection : std::enable_shared_from_this<connection> {
   }
 
   /// connections.max.idle.ms (Kafka's Selector closes idle channels): wakes when the connection
-  /// would have been idle `idle_ms`; closes it when nothing was read or written since and no
-  /// request is in flight (a long-polling fetch is not idle), else sleeps again.
+  /// would have been idle `idle_ms`; closes it when nothing was read and no answer finished
+  /// writing since, unless a request waits on its handler (a long-polling fetch is not idle). An
+  /// answer that is ready but not taken by the client counts as idle: a client that sends and
+  /// never reads held its max.connections place and its queued answers for good (the breaker of
+  /// session 36: 50 such connections outlived connections.max.idle.ms by minutes).
   void arm_idle(int64_t idle_ms) {
     const auto idle = std::chrono::milliseconds(idle_ms);
     const auto now = std::chrono::steady_clock::now();
-    idle_timer->expires_at(slots.empty() ? last_active + idle : now + idle);
+    idle_timer->expires_at(waits_on_handler() ? now + idle : std::max(last_active + idle, now + std::chrono::milliseconds(1)));
     idle_timer->async_wait([self = shared_from_this(), idle_ms](boost::system::error_code ec) {
       if (ec || self->closed || self->closing) return;
       const bool quiet = std::chrono::steady_clock::now() - self->last_active >= std::chrono::milliseconds(idle_ms);
-      if (!quiet || !self->slots.empty() || self->writing) return self->arm_idle(idle_ms);
-      self->close("idle for connections.max.idle.ms=" + std::to_string(idle_ms) + " (no request or answer)");
+      if (!quiet || self->waits_on_handler()) return self->arm_idle(idle_ms);
+      self->close("idle for connections.max.idle.ms=" + std::to_string(idle_ms) +
+                  (self->slots.empty() ? " (no request or answer)" : " (answers not read by the client)"));
     });
   }
+
+  /// The oldest request in flight has no answer yet (its handler works on it: a long poll, an
+  /// acks=all wait): the client is not what holds the connection up.
+  [[nodiscard]] bool waits_on_handler() const { return !slots.empty() && !slots.front().ready; }
 
   /// The handshake (and the login on SASL listeners) is done: the deadline no longer applies.
   void login_done() {

@@ -390,10 +390,12 @@ struct connection : std::enable_shared_from_this<connection> {
     });
   }
 
-  /// Whether the connection does anything now: a request with its handler, an answer queued or
-  /// being written, or bytes waiting in the socket that were not read yet.
+  /// Whether the connection does anything now: a request with its handler, or bytes waiting in
+  /// the socket that were not read yet. Answers queued or being written that the peer does not
+  /// take are no work: a peer that sends and never reads is idle (Kafka's Selector counts only
+  /// completed reads and writes).
   bool busy() {
-    if (in_flight > 0 || writing || !write_queue.empty()) return true;
+    if (in_flight > 0) return true;
     boost::system::error_code ec;
     return socket.socket().available(ec) > 0 && !ec;
   }

@@ -4,10 +4,12 @@ client is served; connection.authentication.timeout.ms closes a TLS handshake or
 never finishes; out of descriptors, the acceptor pauses with one warning instead of spinning.
 Refusals are counted on /metrics by listener and reason.
 """
+import base64
 import re
 import resource
 import socket
 import ssl
+import struct
 import time
 
 import requests
@@ -279,6 +281,45 @@ def test_idle_kafka_connections_are_closed_and_busy_ones_kept(ringlog_bin, tmp_p
         assert "idle for connections.max.idle.ms=1000" in b.log_path.read_text()
         idle.close()
         busy.close()
+    finally:
+        assert b.stop() == 0
+
+
+def fetch_v4_frame(correlation_id, topic, max_bytes):
+    """A Kafka Fetch v4 request (key 1) of partition 0 of `topic` from offset 0, framed."""
+    client_id = b"noread-test"
+    name = topic.encode()
+    body = struct.pack(">hhi", 1, 4, correlation_id) + struct.pack(">h", len(client_id)) + client_id
+    body += struct.pack(">iiiib", -1, 0, 1, max_bytes, 0)   # replica, max wait, min bytes, max bytes, isolation
+    body += struct.pack(">i", 1) + struct.pack(">h", len(name)) + name
+    body += struct.pack(">i", 1) + struct.pack(">iqi", 0, 0, max_bytes)
+    return struct.pack(">i", len(body)) + body
+
+
+def test_a_kafka_client_that_never_reads_its_answers_is_closed_as_idle(ringlog_bin, tmp_path):
+    """The breaker of session 36: 50 connections that sent requests and never read the answers
+    outlived connections.max.idle.ms by minutes, each holding its max.connections place and its
+    queued answers (the idle check counted an answer waiting to be written as activity). Kafka's
+    Selector counts only completed reads and writes."""
+    kafka_port = free_port()
+    b = Broker(tmp_path / "data", kafka_port=kafka_port, extra_sets=["connections.max.idle.ms=2000"]).start()
+    try:
+        topic = "noread"
+        b.create_topic(topic)
+        value = base64.b64encode(b"v" * 60000).decode()
+        for _ in range(4):   # about 1 MB in partition 0
+            r = requests.post(f"{b.url}/topics/{topic}/partitions/0", json={"records": [{"value": value}] * 4},
+                              headers={"Content-Type": "application/vnd.kafka.binary.v2+json"}, timeout=30)
+            assert r.status_code == 200, r.text
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", kafka_port))
+        # 32 answers of about 1 MB each: far more than the socket buffers hold, so the broker's
+        # writes stop and wait for a reader that never comes.
+        s.sendall(b"".join(fetch_v4_frame(i, topic, 1 << 20) for i in range(32)))
+        wait_until(lambda: "answers not read by the client" in b.log_path.read_text(), 20,
+                   "the non-reading connection closed by connections.max.idle.ms")
+        s.close()
     finally:
         assert b.stop() == 0
 
