@@ -445,8 +445,9 @@ std::vector<key_spec> connection_limit_keys() {
               "login must be done this long after the connection is accepted, else it is closed (a SASL one as a "
               "failed login); on the cluster listener the first complete request as well; 0 = no limit, ms"),
       int_key("connections.max.idle.ms", &server_config::connections_max_idle_ms, 0, 86'400'000,
-              "a Kafka or cluster listener connection with no request and no answer for this long, and none in "
-              "flight, is closed, so idle clients do not hold max.connections places (Kafka's default); 0 = never, ms"),
+              "a Kafka or cluster listener connection with no request read and no answer written for this long, "
+              "and none with its handler (answers the client does not read count as none), is closed, so idle "
+              "clients do not hold max.connections places (Kafka's default); 0 = never, ms"),
       int_key("max.connections", &server_config::max_connections, 0, 100'000'000,
               "open connections of every Kafka listener together (the cluster listener is not counted; http and https "
               "have http.connections.max); "
