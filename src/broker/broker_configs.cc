@@ -54,14 +54,14 @@ result<void> check_autobalancer_mode(const std::string& value) {
   return error{errc::invalid_config, "must be one of " + std::string(controller::autobalancer_modes_text)};
 }
 
-/// An integer of milliseconds in [min, max] (the autobalancer's times; bounds: base/constants.h).
-std::function<result<void>(const std::string&)> check_ms_within(int64_t min, int64_t max) {
-  return [min, max](const std::string& value) -> result<void> {
+/// An integer in [min, max] of `unit` (the autobalancer's times, bounds: base/constants.h; message.max.bytes).
+std::function<result<void>(const std::string&)> check_integer_within(int64_t min, int64_t max, std::string unit) {
+  return [min, max, unit](const std::string& value) -> result<void> {
     int64_t v = 0;
     auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
     if (value.empty() || ec != std::errc{} || p != value.data() + value.size() || v < min || v > max) {
       return error{errc::invalid_config,
-                   "must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "], ms"};
+                   "must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "], " + unit};
     }
     return base::ok_v;
   };
@@ -172,8 +172,11 @@ std::vector<broker_config_spec> dynamic_and_read_only_specs() {
        [](broker_config& c, const std::string& v) { c.log_roll_ms = number(v); }},
       {"log.index.interval.bytes", [](const broker_config& c) { return std::to_string(c.log_index_interval_bytes); },
        "index.interval.bytes", [](broker_config& c, const std::string& v) { c.log_index_interval_bytes = static_cast<int32_t>(number(v)); }},
+      // The static key's bounds (server_config.cc), not the topic key's [0, ...]: a dynamic 0 was
+      // taken and every produce failed after it (the breaker of session 36).
       {"message.max.bytes", [](const broker_config& c) { return std::to_string(c.message_max_bytes); },
-       "max.message.bytes", [](broker_config& c, const std::string& v) { c.message_max_bytes = static_cast<int32_t>(number(v)); }},
+       "max.message.bytes", [](broker_config& c, const std::string& v) { c.message_max_bytes = static_cast<int32_t>(number(v)); },
+       check_integer_within(1024, 64 * 1024 * 1024, "bytes")},
       {"min.insync.replicas", [](const broker_config& c) { return std::to_string(c.min_insync_replicas); },
        "min.insync.replicas", [](broker_config& c, const std::string& v) { c.min_insync_replicas = static_cast<int32_t>(number(v)); }},
       // The compaction configs' broker-level defaults (Kafka's names; dynamic in Kafka too).
@@ -217,12 +220,13 @@ std::vector<broker_config_spec> dynamic_and_read_only_specs() {
       {"partition.autobalancer.node.availability.timeout.ms",
        [](const broker_config& c) { return std::to_string(c.partition_autobalancer_node_availability_timeout_ms); },
        nullptr, [](broker_config& c, const std::string& v) { c.partition_autobalancer_node_availability_timeout_ms = number(v); },
-       check_ms_within(constants::autobalancer_node_availability_timeout_ms_min,
-                       constants::autobalancer_node_availability_timeout_ms_max)},
+       check_integer_within(constants::autobalancer_node_availability_timeout_ms_min,
+                            constants::autobalancer_node_availability_timeout_ms_max, "ms")},
       {"partition.autobalancer.tick.interval.ms",
        [](const broker_config& c) { return std::to_string(c.partition_autobalancer_tick_interval_ms); }, nullptr,
        [](broker_config& c, const std::string& v) { c.partition_autobalancer_tick_interval_ms = number(v); },
-       check_ms_within(constants::autobalancer_tick_interval_ms_min, constants::autobalancer_tick_interval_ms_max)},
+       check_integer_within(constants::autobalancer_tick_interval_ms_min, constants::autobalancer_tick_interval_ms_max,
+                            "ms")},
   };
   for (auto& s : read_only_specs()) all.push_back(std::move(s));
   return all;

@@ -170,6 +170,12 @@ def test_a_dynamic_message_max_bytes_bounds_http_records(fresh_broker):
     assert requests.delete(broker.v3("/broker-configs/message.max.bytes")).status_code == 204
     again = requests.post(url, json=record)
     assert again.json()["error_code"] == 42201, again.text
+    # The static key's bounds hold for the dynamic one too (the breaker of session 36 set 0 and
+    # every produce failed after it).
+    for value in ("0", "10", "1023", str(64 * 1024 * 1024 + 1)):
+        r = requests.put(broker.v3("/broker-configs/message.max.bytes"), json={"value": value})
+        assert r.status_code == 400 and "[1024, 67108864]" in r.json()["message"], (value, r.text)
+    assert requests.post(url, json={"value": {"type": "STRING", "data": "x"}}).json()["error_code"] == 200
 
 
 def test_compaction_configs_have_kafkas_broker_level_defaults(fresh_broker):
