@@ -8,6 +8,7 @@
 
 #include "metadata_barrier.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "constants.h"
@@ -123,8 +124,25 @@ void metadata_barrier::ask_quorum_leader() {
 // A call naming a topic this node does not know first passes the metadata barrier, then is served
 // from the image as it is then (Kafka's producer likewise waits for metadata, max.block.ms).
 
+// Partitions added a moment ago through another node likewise (the new user of session 36: for
+// about 200 ms after CreatePartitions answered, the other nodes answered a produce or offsets
+// query naming a new partition with a definitive 404 40402): a call naming a partition index
+// this node's image does not have passes the barrier too. Only a miss waits.
+
+/// Whether `topic` is unknown here, or has no partition `partition` (>= 0) yet.
+bool metadata_barrier::unknown_here(const std::string& topic, int32_t partition) const {
+  auto t = metadata_.find_topic(topic);
+  return !t || partition >= t->partitions_count();
+}
+
 void metadata_barrier::produce(produce_request request, std::function<void(result<produce_response>)> done) {
-  const auto unknown = [&] { return !metadata_.find_topic(request.topic); };
+  const auto unknown = [&] {
+    int32_t highest = -1;   // the highest partition a record names
+    for (const auto& r : request.records) {
+      if (r.partition) highest = std::max(highest, r.partition->value());
+    }
+    return unknown_here(request.topic, highest);
+  };
   switch (waiting_produces_.join_or_open(request.topic, request, done, unknown)) {
     case produce_lines::placed::joined: return;   // behind earlier produces of this topic on the barrier
     case produce_lines::placed::none: return produce_.produce_known(std::move(request), std::move(done));
@@ -141,7 +159,9 @@ void metadata_barrier::produce(produce_request request, std::function<void(resul
 }
 
 void metadata_barrier::fetch(fetch_request request, std::function<void(result<fetch_response>)> done) {
-  if (metadata_.find_topic(request.partition.topic)) return fetch_.fetch_known(std::move(request), std::move(done));
+  if (!unknown_here(request.partition.topic, request.partition.partition.value())) {
+    return fetch_.fetch_known(std::move(request), std::move(done));
+  }
   auto held = std::make_shared<fetch_request>(std::move(request));
   post_caught_up([this, held, done = std::move(done)]() mutable {
     fetch_.fetch_known(std::move(*held), std::move(done));
@@ -150,8 +170,9 @@ void metadata_barrier::fetch(fetch_request request, std::function<void(result<fe
 
 void metadata_barrier::list_offsets(list_offsets_request request,
                                     std::function<void(result<list_offsets_response>)> done) {
-  if (metadata_.find_topic(request.partition.topic))
+  if (!unknown_here(request.partition.topic, request.partition.partition.value())) {
     return fetch_.list_offsets_known(std::move(request), std::move(done));
+  }
   auto held = std::make_shared<list_offsets_request>(std::move(request));
   post_caught_up([this, held, done = std::move(done)]() mutable {
     fetch_.list_offsets_known(std::move(*held), std::move(done));

@@ -55,6 +55,8 @@ class metadata_barrier {
   void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done);
 
  private:
+  /// Whether this node's image lacks `topic`, or its partition `partition` (-1: none named).
+  [[nodiscard]] bool unknown_here(const std::string& topic, int32_t partition) const;
   /// The cluster listener's DescribeQuorum (KIP-595): the quorum leader's high watermark; another
   /// node answers not_leader_or_follower.
   void handle_describe_quorum(const protocol::request_header_data& header, std::vector<std::byte> body,

@@ -334,3 +334,24 @@ def test_a_lone_voter_gives_up_after_initial_broker_registration_timeout(ringlog
     out = done.stdout + done.stderr
     assert done.returncode == 1, out
     assert "after 2000 ms (initial.broker.registration.timeout.ms;" in out, out
+
+
+def test_a_partition_added_through_one_node_is_served_at_once_by_the_others(cluster):
+    """The new user of session 36: for about 200 ms after a partition count was raised through
+    node 1, nodes 2 and 3 answered a produce or an offsets query naming a new partition with a
+    definitive 404 40402 "partition N does not exist" (6 of 6 tries). A call naming a partition
+    this node's image lacks now waits at the metadata barrier first, as one naming a topic just
+    created elsewhere does."""
+    wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    wait_until(lambda: created_once_led(cluster.node(1), "grown", partitions_count=1), FAILOVER_DEADLINE_S,
+               "the topic created")
+    binary = {"Content-Type": "application/vnd.kafka.binary.v2+json"}
+    for count in range(2, 7):
+        r = requests.patch(cluster.node(1).v3("/topics/grown"), json={"partitions_count": count}, timeout=40)
+        assert r.status_code == 200, r.text
+        for other in (cluster.node(2), cluster.node(3)):
+            produced = requests.post(f"{other.url}/topics/grown/partitions/{count - 1}", headers=binary,
+                                     json={"records": [{"value": "dg=="}]}, timeout=40)
+            assert produced.status_code == 200, (count, other.node_id, produced.text)
+            offsets = requests.get(f"{other.url}/topics/grown/partitions/{count - 1}/offsets", timeout=40)
+            assert offsets.status_code == 200, (count, other.node_id, offsets.text)
