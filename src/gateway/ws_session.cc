@@ -263,6 +263,10 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     bool polling = false;
     bool checking = false;     // an assignments() call is in flight
     std::optional<json> assignment;
+    /// A poll returned records of a partition the client was not told of yet (the group's retry
+    /// topic, created by a nack): they were rewound, and no poll goes out until the assignment
+    /// that adds it is told.
+    bool assignment_stale = false;
     /// The offset of the last record delivered to the client per partition (what a commit
     /// stores, + 1). A commit names these, never the coordinator's "returned" positions: a poll
     /// that completed but is not delivered (or not yet rewound to the credit) moved those past
@@ -1061,7 +1065,7 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     // The first `assignment` goes before any `record`, as a Kafka consumer's on_assign comes before
     // its first records (a poll answered before the assignment was: session 32's new user saw
     // records first in 2 of 9 joins). check_assignment pumps again once it is told.
-    if (!member_->assignment) return check_assignment();
+    if (!member_->assignment || member_->assignment_stale) return check_assignment();
     member_->polling = true;
     broker::poll_request req;
     req.timeout_ms = limits::ws_poll_wait_ms;
@@ -1103,7 +1107,11 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
       const auto& tp = cr.partition;
       const auto& rec = cr.record;
       if (rewound.count(tp)) continue;
-      if (take_credit(record_bytes(rec))) {
+      // A Kafka consumer gets a partition's records only after on_assign named it (the new user
+      // of session 36: the retry topic's first record came before the assignment adding it).
+      const bool told = owned_now(tp);
+      if (!told) member_->assignment_stale = true;
+      if (told && take_credit(record_bytes(rec))) {
         deliver(batch, record_text(tp, rec, member_->as_json), member_->batch);
         member_->delivered[tp] = rec.record_offset;
         ctx_.registry->add_bytes_out(tp.topic, 1, record_bytes(rec));
@@ -1141,11 +1149,13 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
         if (!r.ok()) return;
         json parts = json::array();
         for (const auto& tp : *r) parts.push_back({{"topic", tp.topic}, {"partition", tp.partition.value()}});
-        if (self->member_->assignment == parts) return;
-        const bool first = !self->member_->assignment;
-        self->member_->assignment = parts;
-        self->send({{"type", "assignment"}, {"partitions", parts}});
-        if (first) self->pump();   // pump_group waited for it
+        const bool waited = !self->member_->assignment || self->member_->assignment_stale;
+        self->member_->assignment_stale = false;
+        if (self->member_->assignment != parts) {
+          self->member_->assignment = parts;
+          self->send({{"type", "assignment"}, {"partitions", parts}});
+        }
+        if (waited) self->pump();   // pump_group waited for it
       });
     });
   }

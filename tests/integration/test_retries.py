@@ -207,13 +207,19 @@ def test_nack_over_websocket(broker, topic_name):
             await ws.send(json.dumps({"type": "credit", "records": 100, "bytes": 1 << 20}))
             seen = []
             queued = []   # messages read while waiting for a nack's answer
+            assigned = set()   # as the last `assignment` told
             end = time.monotonic() + DEADLINE_S
             while time.monotonic() < end:
                 m = queued.pop(0) if queued else json.loads(await asyncio.wait_for(ws.recv(), timeout=DEADLINE_S))
                 if m["type"] == "error":
                     raise AssertionError(m)
+                if m["type"] == "assignment":
+                    assigned = {(p["topic"], p["partition"]) for p in m["partitions"]}
                 if m["type"] != "record":
                     continue
+                # A Kafka consumer reads a partition only after on_assign named it (the new user of
+                # session 36: the retry topic's record came before the assignment adding it, 3 of 3).
+                assert (m["topic"], m["partition"]) in assigned, (m["topic"], m["partition"], assigned)
                 value = base64.b64decode(m["value"]).decode()
                 seen.append((value, m["topic"], header(m, "ringlog-delivery-attempt")))
                 if value == "poison":
