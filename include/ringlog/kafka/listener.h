@@ -80,8 +80,9 @@ struct listener_options {
   /// connection.authentication.timeout.ms: on a TLS or SASL listener, the TLS handshake and the
   /// SASL login must be done this long after accept, or the connection is closed; 0 = no limit.
   int64_t authentication_timeout_ms = 10000;
-  /// connections.max.idle.ms: a connection with nothing read or written this long and no request
-  /// in flight is closed; 0 = never.
+  /// connections.max.idle.ms: a connection with nothing read and no answer written this long,
+  /// and no request with its handler, is closed (answers the client does not read count as
+  /// nothing); 0 = never.
   int64_t connections_max_idle_ms = 600000;
   /// max.connections, max.connections.per.ip, max.connection.creation.rate (runtime/connection_limits.h);
   /// nullptr = unlimited.
