@@ -88,6 +88,7 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
   // published for other threads
   std::atomic<int32_t> published_leader{-1};
   std::atomic<int32_t> published_epoch{0};
+  std::atomic<bool> published_leader_caught_up{false};   // leader_caught_up()
   mutable std::mutex description_mutex;
   quorum_description description;
   int32_t reported_leader = -2;
@@ -550,6 +551,9 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
     const int32_t epoch = node->epoch().value();
     published_leader.store(leader, std::memory_order_relaxed);
     published_epoch.store(epoch, std::memory_order_relaxed);
+    const auto last_applied_epoch = applied_end > 0 ? node->log().epoch_at(raft::offset{applied_end - 1}) : std::nullopt;
+    published_leader_caught_up.store(role == raft::role::leader && last_applied_epoch == node->epoch(),
+                                     std::memory_order_relaxed);
     if (node->role() != raft::role::leader && !proposals.empty()) {
       // Leadership moved: the outcome of what we appended is up to the new leader; say so.
       fail_proposals(errc::not_leader_or_follower, not_leader_error().message);
@@ -624,6 +628,10 @@ void metadata_quorum::propose(std::vector<uint8_t> payload, std::function<void(r
 }
 
 int32_t metadata_quorum::leader_id() const { return impl_->published_leader.load(std::memory_order_relaxed); }
+
+bool metadata_quorum::leader_caught_up() const {
+  return impl_->published_leader_caught_up.load(std::memory_order_relaxed);
+}
 
 int32_t metadata_quorum::epoch() const { return impl_->published_epoch.load(std::memory_order_relaxed); }
 

@@ -155,6 +155,13 @@ class metadata_quorum {
   void propose(std::vector<uint8_t> payload, std::function<void(result<int64_t>)> done);
   /// The known leader (-1: none) and epoch; any thread.
   [[nodiscard]] int32_t leader_id() const;
+  /// This node leads and has handed every entry committed before its epoch to the state machine
+  /// (an entry of its own epoch is applied). A new leader's log holds those entries, but it learns
+  /// they are committed only when its epoch's first entry commits (Raft section 5.4.2); until
+  /// then its state machine may lack a fence or an election its predecessor committed. Kafka's
+  /// QuorumController becomes active only then (KafkaRaftClient tells the leader's listener of
+  /// its leadership once it read up to the epoch's start). Any thread.
+  [[nodiscard]] bool leader_caught_up() const;
   [[nodiscard]] int32_t epoch() const;
   /// The quorum's status (as of the last event on the shard); any thread.
   [[nodiscard]] quorum_description describe() const;
