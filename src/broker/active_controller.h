@@ -171,7 +171,13 @@ class active_controller {
   [[nodiscard]] autobalancer_figures autobalancer_moves() const { return autobalancer_.figures(); }
 
  private:
-  [[nodiscard]] bool active() const { return controller_id() == config_.node_id; }
+  /// This node is the active controller and its image holds every committed record
+  /// (metadata_quorum::leader_caught_up): a new quorum leader decides nothing (heartbeats,
+  /// fencing, ISR changes, producer id blocks) from an image its predecessor's last records are
+  /// still missing from; brokers hear NOT_CONTROLLER meanwhile and retry.
+  [[nodiscard]] bool active() const {
+    return controller_id() == config_.node_id && parts_.quorum->leader_caught_up();
+  }
   /// The broker config of the controller's view (its dynamic broker configs applied).
   [[nodiscard]] const broker_config& live_config() const;
   void handle_broker_heartbeat(const protocol::request_header_data& header, std::vector<std::byte> body,

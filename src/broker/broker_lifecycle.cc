@@ -160,7 +160,9 @@ void broker_lifecycle::heartbeat_tick() {
   heartbeat_in_flight_ = true;
   send_heartbeat(false, [this, sent_ms = deps_.clock.monotonic_ms()](result<protocol::broker_heartbeat_response_data> r) {
     heartbeat_in_flight_ = false;
-    if (r.ok() && r->error_code == 0 && !r->is_fenced) renew_leadership_lease(sent_ms);
+    // Caught up: this broker had applied any fence of it and the leadership moves with it when it
+    // sent the heartbeat (controller::broker_heartbeats::answer), so what it leads is current.
+    if (r.ok() && r->error_code == 0 && !r->is_fenced && r->is_caught_up) renew_leadership_lease(sent_ms);
   });
 }
 

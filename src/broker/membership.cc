@@ -78,7 +78,9 @@ void active_controller::on_leader_change(int32_t leader_id) {
   const int64_t now = clock_.monotonic_ms();
   const auto image = metadata_.controller_view()->image;
   controller_active_since_ms_ = now;
-  broker_heartbeats_.activate(*image, now);
+  // Published by the quorum before it told the state machine of the leadership (-1 if it was
+  // lost again since: this node then answers no heartbeat, active() is false).
+  broker_heartbeats_.activate(*image, now, parts_.quorum->leader_epoch_start_offset());
   // The previous controller left for a reason (often its process died, and its broker with it):
   // ask every broker at once instead of waiting a session for the gone ones.
   for (const auto& [id, b] : image->brokers()) probe_broker(id);
@@ -123,7 +125,7 @@ protocol::broker_heartbeat_response_data active_controller::controller_heartbeat
     return response;
   }
   completion_barrier_.heard(request.broker_id, request.broker_epoch, request.current_metadata_offset);
-  response.is_caught_up = true;
+  response.is_caught_up = answer->is_caught_up;
   response.is_fenced = answer->is_fenced;
   response.should_shut_down = answer->should_shut_down;
   if (!answer->records.empty()) parts_.writer.commit_records(std::move(answer->records), [](result<void>) {});

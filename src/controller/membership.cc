@@ -1,5 +1,6 @@
 #include "ringlog/controller/membership.h"
 
+#include <algorithm>
 #include <string>
 
 #include "ringlog/controller/constants.h"
@@ -7,9 +8,11 @@
 
 namespace ringlog::controller {
 
-void broker_heartbeats::activate(const controller::metadata_image& image, int64_t now_ms) {
+void broker_heartbeats::activate(const controller::metadata_image& image, int64_t now_ms, int64_t epoch_start_offset) {
   last_heartbeat_ms_.clear();
   refused_at_ms_.clear();
+  fenced_answer_offset_.clear();
+  epoch_start_offset_ = epoch_start_offset;
   for (const auto& [id, b] : image.brokers()) {
     last_heartbeat_ms_[id] = now_ms;
     heartbeat_epoch_[id] = b.broker_epoch;
@@ -29,6 +32,18 @@ result<heartbeat_answer> broker_heartbeats::answer(const controller::metadata_im
   heard(request.broker_id, now_ms);
   heartbeat_answer out;
   out.is_fenced = b->fenced;
+  // A fence this controller answered lies at or below the image of that answer; one a previous
+  // controller committed, below this controller's epoch start.
+  if (b->fenced) fenced_answer_offset_[request.broker_id] = image.offset();
+  const auto fenced_at = fenced_answer_offset_.find(request.broker_id);
+  const int64_t required =
+      std::max(epoch_start_offset_, fenced_at == fenced_answer_offset_.end() ? int64_t{-1} : fenced_at->second);
+  out.is_caught_up = request.current_metadata_offset >= required;
+#ifdef RINGLOG_CONTROLLER_BREAK_LEASE_BEFORE_CAUGHT_UP
+  // Negative control of tests/sim/cluster_sim: a broker fenced while cut off renews its lease
+  // before it applied its fence and the leadership moves committed with it.
+  out.is_caught_up = true;
+#endif
   out.should_shut_down = b->in_controlled_shutdown;
   if (request.want_shut_down && !b->in_controlled_shutdown) {
     out.records = controlled_shutdown_records(image, *b);

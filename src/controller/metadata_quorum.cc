@@ -88,6 +88,8 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
   // published for other threads
   std::atomic<int32_t> published_leader{-1};
   std::atomic<int32_t> published_epoch{0};
+  std::atomic<bool> published_leader_caught_up{false};   // leader_caught_up()
+  std::atomic<int64_t> published_epoch_start{-1};         // leader_epoch_start_offset()
   mutable std::mutex description_mutex;
   quorum_description description;
   int32_t reported_leader = -2;
@@ -551,6 +553,17 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
     return true;
   }
 
+  /// The leader's: the offset of its epoch's first entry. The log's end of the epoch before it
+  /// (memory_log::end_offset_for_epoch); when the snapshot already covers entries of this epoch
+  /// (none of an earlier one is left in the log), the snapshot's last offset, which lies at or
+  /// after that first entry: stricter, never looser.
+  [[nodiscard]] int64_t epoch_start_offset() const {
+    const raft::leader_epoch epoch = node->epoch();
+    const auto before = node->log().end_offset_for_epoch(raft::leader_epoch{epoch.value() - 1});
+    if (before && before->epoch < epoch) return before->end_offset.value();
+    return node->log().log_start_offset().value() - 1;
+  }
+
   void publish() {
     // A leader is known only to a leader and its followers: a prospective or resigned node may
     // remember the last one (KIP-996), but cannot say it leads now.
@@ -560,6 +573,10 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
     const int32_t epoch = node->epoch().value();
     published_leader.store(leader, std::memory_order_relaxed);
     published_epoch.store(epoch, std::memory_order_relaxed);
+    const auto last_applied_epoch = applied_end > 0 ? node->log().epoch_at(raft::offset{applied_end - 1}) : std::nullopt;
+    published_leader_caught_up.store(role == raft::role::leader && last_applied_epoch == node->epoch(),
+                                     std::memory_order_relaxed);
+    published_epoch_start.store(role == raft::role::leader ? epoch_start_offset() : -1, std::memory_order_relaxed);
     if (node->role() != raft::role::leader && !proposals.empty()) {
       // Leadership moved: the outcome of what we appended is up to the new leader; say so.
       fail_proposals(errc::not_leader_or_follower, not_leader_error().message);
@@ -634,6 +651,14 @@ void metadata_quorum::propose(std::vector<uint8_t> payload, std::function<void(r
 }
 
 int32_t metadata_quorum::leader_id() const { return impl_->published_leader.load(std::memory_order_relaxed); }
+
+bool metadata_quorum::leader_caught_up() const {
+  return impl_->published_leader_caught_up.load(std::memory_order_relaxed);
+}
+
+int64_t metadata_quorum::leader_epoch_start_offset() const {
+  return impl_->published_epoch_start.load(std::memory_order_relaxed);
+}
 
 int32_t metadata_quorum::epoch() const { return impl_->published_epoch.load(std::memory_order_relaxed); }
 

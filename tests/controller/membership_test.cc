@@ -2,7 +2,8 @@
 // ClusterControlManager and BrokerHeartbeatManager, KIP-631): sessions lapse after
 // broker.session.timeout.ms and not before, a new broker epoch restarts one, a refused probe
 // fences at once, the own broker of a combined node is never fenced (a dedicated controller's
-// leftover registration is), a fenced broker's heartbeat unfences it, one fencing at a time, and
+// leftover registration is), a fenced broker's heartbeat unfences it (its lease waits until it
+// applied its fence), one fencing at a time, and
 // a second incarnation of a broker id is refused while the first one's session lives.
 
 #include <doctest.h>
@@ -17,6 +18,9 @@ namespace {
 
 constexpr int64_t session_ms = 9'000;
 constexpr int64_t interval_ms = 2'000;
+/// activate's epoch_start_offset for a controller of the quorum's first epoch: no entry of an
+/// earlier one to wait for.
+constexpr int64_t no_epoch_start = -1;
 
 /// The rules of a combined node 1 (process.roles=broker,controller) or a dedicated one.
 fencing_rules rules(bool own_is_broker = true) {
@@ -54,11 +58,14 @@ int32_t next_fenced(broker_heartbeats& hb, const metadata_image& image, int64_t 
   return f ? f->broker_id : -1;
 }
 
-protocol::broker_heartbeat_request_data heartbeat(const metadata_image& image, int32_t id, bool want_shut_down = false) {
+/// A heartbeat of broker `id` that applied the metadata through `current_metadata_offset`.
+protocol::broker_heartbeat_request_data heartbeat(const metadata_image& image, int32_t id, bool want_shut_down = false,
+                                                  int64_t current_metadata_offset = 0) {
   protocol::broker_heartbeat_request_data r;
   r.broker_id = id;
   r.broker_epoch = epoch_of(image, id);
   r.want_shut_down = want_shut_down;
+  r.current_metadata_offset = current_metadata_offset;
   return r;
 }
 
@@ -67,7 +74,7 @@ protocol::broker_heartbeat_request_data heartbeat(const metadata_image& image, i
 TEST_CASE("membership: a lapsed broker is fenced after broker.session.timeout.ms, not before") {
   auto image = three_brokers();
   broker_heartbeats hb;
-  hb.activate(*image, 0);
+  hb.activate(*image, 0, no_epoch_start);
   hb.heard(3, 4'000);
   CHECK(next_fenced(hb, *image, session_ms) == -1);   // the bound is inclusive
   auto f = hb.next_to_fence(*image, session_ms + 1, rules());
@@ -88,7 +95,7 @@ TEST_CASE("membership: a lapsed broker is fenced after broker.session.timeout.ms
 TEST_CASE("membership: a new broker epoch (a restart) restarts the session") {
   auto image = three_brokers();
   broker_heartbeats hb;
-  hb.activate(*image, 0);
+  hb.activate(*image, 0, no_epoch_start);
   hb.heard(3, 8'000);
   // Broker 2 registers again after most of its session went by.
   auto again = broker(2);
@@ -105,7 +112,7 @@ TEST_CASE("membership: a new broker epoch (a restart) restarts the session") {
 TEST_CASE("membership: a refused probe newer than the last heartbeat fences at once") {
   auto image = three_brokers();
   broker_heartbeats hb;
-  hb.activate(*image, 0);
+  hb.activate(*image, 0, no_epoch_start);
   hb.heard(2, 1'000);
   SUBCASE("a refusal older than the last heartbeat proves nothing") {
     hb.refused(2, 999);
@@ -120,7 +127,7 @@ TEST_CASE("membership: a refused probe newer than the last heartbeat fences at o
   }
   SUBCASE("a new active controller forgets the refusals it did not see") {
     hb.refused(2, 1'500);
-    hb.activate(*image, 2'000);
+    hb.activate(*image, 2'000, no_epoch_start);
     CHECK(next_fenced(hb, *image, 2'000) == -1);
   }
 }
@@ -131,7 +138,7 @@ TEST_CASE("membership: the own broker of a combined node is never fenced; a dedi
   c.add_broker(2);
   auto image = c.image();
   broker_heartbeats hb;
-  hb.activate(*image, 0);
+  hb.activate(*image, 0, no_epoch_start);
   hb.heard(2, 100'000);
   CHECK(next_fenced(hb, *image, 100'000, rules(/*own_is_broker=*/true)) == -1);
   CHECK(next_fenced(hb, *image, 100'000, rules(/*own_is_broker=*/false)) == 1);
@@ -140,7 +147,7 @@ TEST_CASE("membership: the own broker of a combined node is never fenced; a dedi
 TEST_CASE("membership: one broker at a time, each on the image the previous one made") {
   auto image = three_brokers();
   broker_heartbeats hb;
-  hb.activate(*image, 0);
+  hb.activate(*image, 0, no_epoch_start);
   const int64_t now = session_ms + 1;
   auto first = hb.next_to_fence(*image, now, rules());
   REQUIRE(first.has_value());
@@ -157,7 +164,7 @@ TEST_CASE("membership: one broker at a time, each on the image the previous one 
 TEST_CASE("membership: heartbeat answers") {
   auto image = three_brokers();
   broker_heartbeats hb;
-  hb.activate(*image, 0);
+  hb.activate(*image, 0, no_epoch_start);
   SUBCASE("an unfenced broker: nothing to commit, and its session restarts") {
     auto a = hb.answer(*image, heartbeat(*image, 2), 8'000);
     REQUIRE(a.ok());
@@ -193,10 +200,67 @@ TEST_CASE("membership: heartbeat answers") {
     image = with(*image, a->records);
     CHECK_FALSE(image->find_broker(2)->fenced);
     CHECK(image->find_topic("t")->partitions[1].leader == 2);
-    auto b = hb.answer(*image, heartbeat(*image, 2), 2'000);
+    auto b = hb.answer(*image, heartbeat(*image, 2, false, image->offset()), 2'000);
     REQUIRE(b.ok());
     CHECK_FALSE(b->is_fenced);
+    CHECK(b->is_caught_up);
     CHECK(b->records.empty());
+  }
+  SUBCASE("a broker fenced while cut off is caught up only once it applied its fence (its lease waits)") {
+    // Broker 1 led t-0; the controller fenced it and moved t-0 to broker 2 at `fenced_at`.
+    REQUIRE(image->find_topic("t")->partitions[0].leader == 1);
+    auto fenced = with(*image, fence_broker_records(*image, *image->find_broker(1), false));
+    REQUIRE(fenced->find_topic("t")->partitions[0].leader == 2);
+    const int64_t fenced_at = fenced->offset();
+    // Its first heartbeat after the heal still reports the metadata before the fence.
+    auto a = hb.answer(*fenced, heartbeat(*fenced, 1, false, image->offset()), 1'000);
+    REQUIRE(a.ok());
+    CHECK(a->is_fenced);
+    CHECK_FALSE(a->is_caught_up);
+    auto unfenced = with(*fenced, a->records);
+    REQUIRE_FALSE(unfenced->find_broker(1)->fenced);
+    // Unfenced in the image, but the broker has not applied the fence: no lease yet.
+    auto b = hb.answer(*unfenced, heartbeat(*unfenced, 1, false, fenced_at - 1), 2'000);
+    REQUIRE(b.ok());
+    CHECK_FALSE(b->is_fenced);
+    CHECK_FALSE(b->is_caught_up);
+    auto c = hb.answer(*unfenced, heartbeat(*unfenced, 1, false, fenced_at), 3'000);
+    REQUIRE(c.ok());
+    CHECK_FALSE(c->is_fenced);
+    CHECK(c->is_caught_up);
+  }
+  SUBCASE("a broker never fenced is caught up though the image is entries ahead of it (a fresh cluster serves at once)") {
+    // Session 36: the first heartbeat of every broker of a fresh cluster is answered from an
+    // image an entry or two past what it applied (the internal topics, the forwarding secret);
+    // counting it caught up only from that image refused every new leader's lease until its
+    // second heartbeat.
+    REQUIRE(image->offset() >= 2);
+    auto a = hb.answer(*image, heartbeat(*image, 3, false, image->offset() - 2), 1'000);
+    REQUIRE(a.ok());
+    CHECK_FALSE(a->is_fenced);
+    CHECK(a->is_caught_up);
+  }
+  SUBCASE("after a failover a broker is caught up once it applied the new controller's epoch start") {
+    // The previous controller fenced broker 1 (moving t-0 to broker 2) and, on its first heartbeat
+    // after the heal, committed its unfence; then it lost the quorum. The new controller sees
+    // broker 1 unfenced and cannot tell it was ever fenced: its epoch's first entry, after both,
+    // is what broker 1 must have applied.
+    auto fenced = with(*image, fence_broker_records(*image, *image->find_broker(1), false));
+    const int64_t fenced_at = fenced->offset();
+    auto unfence = unfence_broker_records(*fenced, *fenced->find_broker(1));
+    auto unfenced = with(*fenced, unfence);
+    REQUIRE_FALSE(unfenced->find_broker(1)->fenced);
+    const int64_t epoch_start = unfenced->offset() + 1;   // the new leader's leader-change entry
+    broker_heartbeats next;
+    next.activate(*unfenced, 5'000, epoch_start);
+    auto a = next.answer(*unfenced, heartbeat(*unfenced, 1, false, fenced_at - 1), 5'100);
+    REQUIRE(a.ok());
+    CHECK_FALSE(a->is_fenced);
+    CHECK_FALSE(a->is_caught_up);   // it still leads t-0 in its own view: no lease
+    CHECK_FALSE(next.answer(*unfenced, heartbeat(*unfenced, 1, false, epoch_start - 1), 5'200)->is_caught_up);
+    CHECK(next.answer(*unfenced, heartbeat(*unfenced, 1, false, epoch_start), 5'300)->is_caught_up);
+    // Every broker waits for it, fenced before or not (a second of metadata fetches at most).
+    CHECK_FALSE(next.answer(*unfenced, heartbeat(*unfenced, 3, false, epoch_start - 1), 5'300)->is_caught_up);
   }
   SUBCASE("a broker that wants to shut down gets the controlled shutdown records once") {
     auto a = hb.answer(*image, heartbeat(*image, 1, /*want_shut_down=*/true), 1'000);
@@ -215,7 +279,7 @@ TEST_CASE("membership: heartbeat answers") {
 TEST_CASE("membership: brokers a heartbeat late are more than two intervals behind") {
   auto image = three_brokers();
   broker_heartbeats hb;
-  hb.activate(*image, 0);
+  hb.activate(*image, 0, no_epoch_start);
   hb.heard(2, 1'000);
   CHECK(hb.late(2 * interval_ms, interval_ms).empty());   // exactly two intervals: not yet
   CHECK(hb.late(2 * interval_ms + 1, interval_ms) == std::vector<int32_t>{1, 3});
@@ -244,7 +308,7 @@ TEST_CASE("membership: a second incarnation of a broker id with a live session i
   // Brokers 1-3; broker 4 registered by a process listening on :20004 (incarnation 44).
   auto image = with(*three_brokers(), {registration(4, 44, 20'004)});
   broker_heartbeats hb;
-  hb.activate(*image, 0);
+  hb.activate(*image, 0, no_epoch_start);
   hb.heard(4, 5'000);
   const auto twin = registration(4, 45, 20'104);   // a second process with node.id=4 on other ports
   SUBCASE("refused while the live one heartbeats, naming the id, the live incarnation and why") {

@@ -34,7 +34,8 @@
 //     partition it forwards to; isolated, or an end of a dropped link) from the
 //     fault's start to cut_off_grace_ms after its heal - but an isolated node's answers at or
 //     above the high watermark it answers are judged from a session timeout into the isolation
-//     to the heal (its leadership lease has lapsed: it must refuse them) - docs/kafka.md's open part
+//     to the end of that grace (its leadership lease has lapsed, and is renewed after the heal
+//     only once it applied its fence: until then it must refuse them) - docs/kafka.md's open part
 //     (replication::answer_fetch: a node cut off from the controller may answer with its old
 //     figure), as tests/cluster/checker.py's cut_off_windows exempts it. (Across nodes a
 //     follower's high watermark lags its leader's and an unacknowledged log end may be cut, so
@@ -57,7 +58,7 @@
 //
 //   cluster_sim --seed S [--nodes N] [--verbose]   one run (workload flags as the run had them:
 //                                                  --transactions --reassignment --clock-skew
-//                                                  --clock-steps)
+//                                                  --clock-steps --slow-fetches-after-heal)
 //   cluster_sim --seeds N [--start S]              N runs from seed S (1)
 //   cluster_sim --replay-check S                   runs S twice; fails unless the digests match
 //   --expect-violation                             exit 0 only if some seed violates (controls)
@@ -70,6 +71,10 @@
 // it as `ringlog serve` does (here: a process crash without power loss, the page cache kept),
 // and it is started again later, as an operator would once the disk is fixed. Every invariant
 // above must hold across it; runs without the flag draw the same faults as before.
+//
+// --slow-fetches-after-heal delays every Fetch an isolated node sends for a while after its heal
+// (slow_fetch_window_ms): it reads the fence the controller committed while it was cut off only
+// after its heartbeats are answered again, the schedule of session 34's end-below-ack.
 //
 // --segment-budget gives each broker process a budget of a few sealed segments
 // (storage/segment_file_budget.h, what `ringlog serve` sizes from the open-file limit) and
@@ -142,6 +147,19 @@ const int64_t clock_skew_max_ms = session_timeout_ms / 2;
 /// the wall clock would outlive the controller's fencing (cluster_sim_break_lease_on_wall_clock).
 const int64_t clock_step_max_ms = 2 * session_timeout_ms;
 constexpr int64_t clock_step_interval_ms = 4'000;
+/// --slow-fetches-after-heal: for this long after the heal, each Fetch an isolated node sends
+/// (the metadata quorum's and its replicas') arrives slow_fetch_min_ms..slow_fetch_max_ms late,
+/// its heartbeats on time. Session 34's real run (tests/cluster isolate-leader seed 27) needed
+/// that: the healed node's metadata fetch came after two heartbeats, the first answered fenced,
+/// the second not, and a lease renewed on the second outlived the fence it had not applied. The
+/// node then reads its fence only after the grace (cut_off_grace_ms) in which its answers at the
+/// end are judged; without the delay it reads it long before its second heartbeat (a control of
+/// the rule went uncaught for 400 seeds: session 35). Its cut-off window (the open part: a
+/// Fetch below its high watermark answered with its old figure) lasts until its last slow fetch
+/// could be answered, plus the grace.
+constexpr int64_t slow_fetch_window_ms = 3'000;
+constexpr int64_t slow_fetch_min_ms = 1'000;
+constexpr int64_t slow_fetch_max_ms = 2'000;
 
 struct options {
   uint64_t seed = 1;
@@ -153,6 +171,7 @@ struct options {
   bool clock_steps = false;    // --clock-steps: each node's wall clock stepped at seeded times
   bool disk_failures = false;  // --disk-failures: a failed write halts a node (log_dir_failure.h)
   bool segment_budget = false; // --segment-budget: time rolls against a small sealed-segment budget
+  bool slow_fetches_after_heal = false;   // --slow-fetches-after-heal: a healed isolated node reads metadata late
 };
 
 /// A node's clock: the world's plus a constant skew (--clock-skew); its wall clock (now_ms)
@@ -457,13 +476,18 @@ class simulation final : public sim::sim_cluster {
     }
   }
 
-  /// An isolated node whose leadership lease has lapsed (a session timeout into the isolation,
-  /// before the heal) answers no end: a Fetch at its high watermark is refused
-  /// (replication::answer_fetch, the lease rule). Its answers below it are the open part.
+  /// An isolated node whose leadership lease has lapsed (a session timeout into the isolation)
+  /// answers no end that is not the partition's: a Fetch at its high watermark is refused
+  /// (replication::answer_fetch, the lease rule), and so through the grace after the heal: the
+  /// controller may have fenced it and moved its leaderships, and a heartbeat answered then
+  /// renews its lease only once it applied that fence (controller::broker_heartbeats::answer,
+  /// is_caught_up; tests/cluster isolate-leader seed 27 of session 34 saw a node answer its old
+  /// figure as established right after the heal). Once renewed, what it leads is current, so its
+  /// answers are judged as any leader's. Its answers below the high watermark are the open part.
   [[nodiscard]] bool lease_lapsed(int n, int64_t t, bool at_end) const {
     if (!at_end) return false;
     for (const auto& w : cut_off_windows_) {
-      if (w.node == n && w.isolated && w.from_ms + session_timeout_ms <= t && t < w.heal_ms) return true;
+      if (w.node == n && w.isolated && w.from_ms + session_timeout_ms <= t && t <= w.to_ms) return true;
     }
     return false;
   }
@@ -591,17 +615,20 @@ class simulation final : public sim::sim_cluster {
     int node;
     int64_t from_ms;
     int64_t to_ms;
-    bool isolated = false;          // cut from every other node (not one link)
-    int64_t heal_ms = INT64_MAX;    // to_ms without the grace
+    bool isolated = false;   // cut from every other node (not one link)
   };
 
   void heal_links() {
     const int64_t now = world_.clock.now_ms();
     if (now < hold_until_) return at(hold_until_, [this] { heal_links(); });   // a cascade runs on
     for (auto& w : cut_off_windows_) {
-      if (w.to_ms == INT64_MAX) {
-        w.to_ms = now + cut_off_grace_ms;
-        w.heal_ms = now;
+      if (w.to_ms != INT64_MAX) continue;
+      w.to_ms = now + cut_off_grace_ms;
+      if (w.isolated && opt_.slow_fetches_after_heal) {
+        net_.fetches_slow[w.node] = {now + slow_fetch_window_ms, slow_fetch_min_ms, slow_fetch_max_ms};
+        // It acts on old metadata until its last slow fetch is answered: the grace counts from then.
+        w.to_ms = now + slow_fetch_window_ms + slow_fetch_max_ms + cut_off_grace_ms;
+        world_.note("n" + std::to_string(w.node) + "'s fetches slow until " + std::to_string(now + slow_fetch_window_ms));
       }
     }
     net_.cut.clear();
@@ -1067,7 +1094,8 @@ void print_result(const options& opt, const outcome& o) {
 int usage() {
   std::fprintf(stderr,
                "usage: cluster_sim (--seed S | --seeds N [--start S] | --replay-check S) [--nodes 3..5] "
-               "[--transactions] [--reassignment] [--clock-skew] [--clock-steps] [--disk-failures] [--segment-budget] [--expect-violation] "
+               "[--transactions] [--reassignment] [--clock-skew] [--clock-steps] [--disk-failures] [--segment-budget] "
+               "[--slow-fetches-after-heal] [--expect-violation] "
                "[--verbose]\n");
   return 2;
 }
@@ -1094,7 +1122,8 @@ int main(int argc, char** argv) {
                                               {"--clock-skew", &opt.clock_skew},
                                               {"--clock-steps", &opt.clock_steps},
                                               {"--disk-failures", &opt.disk_failures},
-                                              {"--segment-budget", &opt.segment_budget}};
+                                              {"--segment-budget", &opt.segment_budget},
+                                              {"--slow-fetches-after-heal", &opt.slow_fetches_after_heal}};
   for (int a = 1; a < argc; ++a) {
     if (auto f = with_value.find(argv[a]); f != with_value.end() && a + 1 < argc) {
       f->second(std::strtoull(argv[++a], nullptr, 10));
@@ -1132,10 +1161,11 @@ int main(int argc, char** argv) {
         std::printf("expected violation found at seed %" PRIu64 ": %s\n", s, o.rule.c_str());
         return 0;
       }
-      std::printf("FAILED: seed %" PRIu64 " (replay: cluster_sim --seed %" PRIu64 " --nodes %d%s%s%s%s%s%s)\n", s, s,
+      std::printf("FAILED: seed %" PRIu64 " (replay: cluster_sim --seed %" PRIu64 " --nodes %d%s%s%s%s%s%s%s)\n", s, s,
                   opt.nodes, opt.transactions ? " --transactions" : "", opt.reassignment ? " --reassignment" : "",
                   opt.clock_skew ? " --clock-skew" : "", opt.clock_steps ? " --clock-steps" : "",
-                  opt.disk_failures ? " --disk-failures" : "", opt.segment_budget ? " --segment-budget" : "");
+                  opt.disk_failures ? " --disk-failures" : "", opt.segment_budget ? " --segment-budget" : "",
+                  opt.slow_fetches_after_heal ? " --slow-fetches-after-heal" : "");
       return 1;
     }
   }

@@ -202,6 +202,25 @@ struct network {
   std::map<std::pair<int, int>, int64_t> slow_until;   // delay spikes: link -> until (ms)
   std::map<std::pair<int, int>, int64_t> last_due;     // FIFO per directed link
   double loss = 0.0;                                   // chance a message is lost (a broken connection)
+  /// Fetch requests (api key 1: the metadata quorum's and the replicas') a node sends before
+  /// `until` take [min_ms, max_ms] each, outside the link's FIFO (a connection of their own, its
+  /// other calls pass them): cluster_sim --slow-fetches-after-heal.
+  struct slow_fetches {
+    int64_t until = 0;
+    int64_t min_ms = 0;
+    int64_t max_ms = 0;
+  };
+  std::map<int, slow_fetches> fetches_slow;
+  static constexpr int16_t fetch_api_key = 1;   // Kafka's Fetch
+
+  /// When a request of `api_key` from `from` to `to` sent now arrives.
+  int64_t due(world& w, int from, int to, int16_t api_key) {
+    const auto s = fetches_slow.find(from);
+    if (api_key != fetch_api_key || s == fetches_slow.end() || s->second.until <= w.clock.now_ms()) {
+      return due(w, from, to);
+    }
+    return w.clock.now_ms() + w.uniform(s->second.min_ms, s->second.max_ms);
+  }
 
   [[nodiscard]] bool up(int from, int to) const { return !cut.contains({from, to}); }
   int64_t due(world& w, int from, int to) {
@@ -245,7 +264,7 @@ class sim_transport final : public rpc::transport {
     }
     sim_transport* peer = target->second;
     const uint64_t peer_incarnation = peer->incarnation_;
-    world_.schedule(net_.due(world_, node_, to), to, peer_incarnation, 0, world::kind_request,
+    world_.schedule(net_.due(world_, node_, to, api_key), to, peer_incarnation, 0, world::kind_request,
                     [this, peer, id, api_key, api_version, body = std::move(body), from_incarnation = incarnation_] {
                       if (!net_.up(node_, peer->node_)) return;
                       peer->deliver(node_, from_incarnation, id, api_key, api_version, body);

@@ -23,6 +23,10 @@ namespace ringlog::controller {
 /// records to commit for it (empty: none). The next heartbeat learns the records' outcome.
 struct heartbeat_answer {
   bool is_fenced = true;
+  /// The broker applied every metadata record that fenced it or moved its leaderships while it
+  /// was fenced (broker_heartbeats::answer). Only an answer not fenced and caught up renews the
+  /// broker's leadership lease (replication::leadership_lease).
+  bool is_caught_up = false;
   bool should_shut_down = false;
   std::vector<protocol::metadata_record> records;
 };
@@ -55,8 +59,16 @@ struct fencing {
 class broker_heartbeats {
  public:
   /// This node became the active controller at `now_ms`: every broker of `image` starts a full
-  /// session now, in its current broker epoch; refusals seen before are forgotten.
-  void activate(const controller::metadata_image& image, int64_t now_ms);
+  /// session now, in its current broker epoch; refusals seen before are forgotten; and a broker
+  /// is caught up (heartbeat_answer::is_caught_up) only once it applied `epoch_start_offset`, the
+  /// first entry of this controller's quorum epoch (metadata_quorum::leader_epoch_start_offset):
+  /// a fence a previous controller committed, and the unfence it may have committed after, lie
+  /// below it; this controller cannot tell which brokers they concern. Not the image's offset at
+  /// a broker's first heartbeat: on a fresh cluster that is an entry or two past what every
+  /// broker has applied then (the internal topics and the forwarding secret commit as the brokers
+  /// start), and no leader could serve until its second heartbeat (session 36: DeleteRecords
+  /// and an offsets read answered NOT_LEADER_OR_FOLLOWER 0.5 s after the cluster served).
+  void activate(const controller::metadata_image& image, int64_t now_ms, int64_t epoch_start_offset);
 
   /// An accepted heartbeat of broker `broker_id` at `now_ms` (answer calls it): its session
   /// restarts. The broker epoch a session counts for is the one next_to_fence last saw in the
@@ -68,8 +80,18 @@ class broker_heartbeats {
   /// image says; a broker that wants to shut down and is not yet gets controlled_shutdown_records;
   /// a fenced one that does not want to shut down gets an UnfenceBrokerRecord and the
   /// leaderships of leaderless partitions whose ISR names it (elect_leaderless). An accepted
-  /// heartbeat is heard. Errors: stale_broker_epoch when the broker is not registered in
-  /// request.broker_epoch (nothing is heard).
+  /// heartbeat is heard.
+  /// is_caught_up: request.current_metadata_offset reached the image's offset of the last answer
+  /// that found the broker fenced (that image holds the fence) and activate's epoch_start_offset.
+  /// A broker fenced while cut off from the controller still leads its partitions in its own
+  /// view until it applies the fence and the
+  /// leadership moves committed with it; an answer "not fenced" given once the unfence is
+  /// committed, before the broker applied those, would renew its lease over a leadership that
+  /// has moved, and it would answer its old high watermark as the partition's end while the new
+  /// leader acknowledges past it (tests/cluster isolate-leader seed 27, session 34). Kafka's
+  /// BrokerHeartbeatManager likewise counts a broker caught up only from its metadata offset.
+  /// Errors: stale_broker_epoch when the broker is not registered in request.broker_epoch
+  /// (nothing is heard).
   result<heartbeat_answer> answer(const controller::metadata_image& image,
                                   const protocol::broker_heartbeat_request_data& request, int64_t now_ms);
 
@@ -109,6 +131,9 @@ class broker_heartbeats {
   std::map<int32_t, int64_t> last_heartbeat_ms_;   // wall ms of each broker's last heartbeat or session start
   std::map<int32_t, int64_t> heartbeat_epoch_;     // the broker epoch last_heartbeat_ms_ counts for
   std::map<int32_t, int64_t> refused_at_ms_;       // when a probe that found each broker's listener refusing started
+  /// The image offset of the last answer that found each broker fenced (answer's is_caught_up).
+  std::map<int32_t, int64_t> fenced_answer_offset_;
+  int64_t epoch_start_offset_ = -1;   // activate's: every broker must have applied it
 };
 
 /// An UnfenceBrokerRecord for broker `b`, then elect_leaderless's records for it (Kafka's

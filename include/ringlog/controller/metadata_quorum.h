@@ -155,6 +155,19 @@ class metadata_quorum {
   void propose(std::vector<uint8_t> payload, std::function<void(result<int64_t>)> done);
   /// The known leader (-1: none) and epoch; any thread.
   [[nodiscard]] int32_t leader_id() const;
+  /// This node leads and has handed every entry committed before its epoch to the state machine
+  /// (an entry of its own epoch is applied). A new leader's log holds those entries, but it learns
+  /// they are committed only when its epoch's first entry commits (Raft section 5.4.2); until
+  /// then its state machine may lack a fence or an election its predecessor committed. Kafka's
+  /// QuorumController becomes active only then (KafkaRaftClient tells the leader's listener of
+  /// its leadership once it read up to the epoch's start). Any thread.
+  [[nodiscard]] bool leader_caught_up() const;
+  /// While this node leads: the offset of the first entry of its epoch (its leader-change entry,
+  /// raft::node::become_leader). Every entry committed in an earlier epoch lies below it, so a
+  /// node that applied it holds every record the previous leaders committed. -1 while it does
+  /// not lead. Published before the state machine hears of the new leadership
+  /// (state_machine::on_leader_change); any thread.
+  [[nodiscard]] int64_t leader_epoch_start_offset() const;
   [[nodiscard]] int32_t epoch() const;
   /// The quorum's status (as of the last event on the shard); any thread.
   [[nodiscard]] quorum_description describe() const;

@@ -50,8 +50,9 @@ class leadership_lease {
   /// `session_timeout_ms`: broker.session.timeout.ms (the lease is at least 1 ms).
   explicit leadership_lease(int64_t session_timeout_ms);
 
-  /// The controller acknowledged (registered, or answered a heartbeat not fenced) a request this
-  /// broker sent at `sent_ms`. An older acknowledgement than one already counted changes nothing.
+  /// The controller acknowledged (registered, or answered a heartbeat not fenced and caught up:
+  /// the broker had applied every fence and leadership move of it) a request this broker sent at
+  /// `sent_ms`. An older acknowledgement than one already counted changes nothing.
   void acknowledged(int64_t sent_ms);
   /// Whether the lease holds at `now_ms`.
   [[nodiscard]] bool holds(int64_t now_ms) const;
