@@ -177,6 +177,8 @@ void partition_runtime::await_replication(model::offset required, int64_t timeou
   // once the leader's own log has the write, before the ISR does.
   return done(base::ok_v);
 #endif
+  // Removed while its flush ran: nothing ticks it or moves its high watermark any more.
+  if (deleted) return done(*removal_reason);
   if (log->high_watermark() >= required) {
     base::observe_latency_since(base::latency_stage::produce_replication_wait, durable_ns);
     return done(base::ok_v);
@@ -194,6 +196,30 @@ void partition_runtime::fail_ack_waiters(const error& why) {
   auto waiting = std::move(ack_waiters);
   ack_waiters.clear();
   for (auto& [offset, w] : waiting) w.done(why);
+}
+
+void partition_runtime::close_for_removal(const error& why) {
+  assert_on_shard();
+  deleted = true;
+  removal_reason = why;
+  fail_ack_waiters(why);
+  auto fetches = std::move(waiters);
+  waiters.clear();
+  for (auto& w : fetches) {
+    if (w->completed) continue;
+    w->completed = true;
+    w->done(why);
+  }
+  auto replica_fetches = std::move(replica_waiters);
+  replica_waiters.clear();
+  for (auto& w : replica_fetches) {
+    if (w->completed) continue;
+    w->completed = true;
+    protocol::fetch_response_data::partition_data out;
+    out.partition_index = partition;
+    out.error_code = static_cast<int16_t>(kafka_error_code(why.code));
+    w->done(std::move(out));
+  }
 }
 
 // ---------------------------------------------------------------- consumers' fetches
