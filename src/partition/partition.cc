@@ -147,7 +147,7 @@ void partition_runtime::complete_append(acks_mode acks, model::offset required, 
   const bool fsync_policy = context_->config.log_flush_policy == "fsync";
   const int64_t appended_ns = base::monotonic_ns();
   auto after_flush = [self = shared_from_this(), acks, required, timeout_ms, fsync_policy, appended_ns,
-                      done = std::move(done)](storage::result<void> r) {
+                      appended_epoch = epoch, done = std::move(done)](storage::result<void> r) {
     const int64_t durable_ns = base::monotonic_ns();
     if (fsync_policy && r.ok()) {
       // Runs inside the disk executor's completion: it knows when the covering sync was submitted.
@@ -163,6 +163,13 @@ void partition_runtime::complete_append(acks_mode acks, model::offset required, 
     }
     if (!done) return;
     if (!r.ok()) return done(from_storage(r.error()));
+    if (acks == acks_mode::all && self->epoch != appended_epoch && !self->deleted) {
+      // The leadership ended (its waiters were answered) and may have begun again during the
+      // flush: offset `required` of the new epoch may hold other records (KIP-101 truncation).
+      return done(error{errc::not_leader_or_follower, "leadership of " + self->name() +
+                                                          " changed before the write was replicated; it may or may "
+                                                          "not be stored: retry"});
+    }
     if (acks == acks_mode::all) return self->await_replication(required, timeout_ms, done, durable_ns);
     done(base::ok_v);
   };
