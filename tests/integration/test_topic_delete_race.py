@@ -116,3 +116,57 @@ def test_http_produces_racing_a_topic_delete_are_all_answered(broker, topic_name
         assert not no_answer, f"round {round_}: {len(no_answer)} produces got no HTTP answer: {no_answer[:3]}"
         # 200: stored (before the delete, or into the auto-created topic); 404: the topic is gone.
         assert set(statuses) <= {200, 404}, statuses
+
+
+def test_produces_through_every_node_racing_a_topic_delete_are_answered(ringlog_bin, tmp_path):
+    """Three nodes, replication factor 3: produces through the leader and through the nodes that
+    forward to it, while the topic is deleted. Each gets an HTTP answer, and a write the deletion
+    overtook is refused as such (UNKNOWN_TOPIC_OR_PARTITION), not left "may or may not be stored"
+    (the forwarder gave up on the leader, whose answer never came: t_del_produce.sh, session 36)."""
+    from conftest import wait_until
+    from test_cluster import FAILOVER_DEADLINE_S, Cluster, create_topic
+
+    cluster = Cluster(tmp_path).start()
+    try:
+        wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+        entry = cluster.nodes[0]
+        for round_ in range(ROUNDS):
+            topic = f"race{round_}"
+            wait_until(lambda: create_topic(entry, topic, partitions=1, replication_factor=3).status_code in (201, 409),
+                       FAILOVER_DEADLINE_S, f"topic {topic}")
+            no_answer, statuses, unknown_outcomes = [], [], []
+            lock = threading.Lock()
+
+            def loop(node):
+                session = requests.Session()
+                for _ in range(25):
+                    try:
+                        r = session.post(f"{node.url}/topics/{topic}/partitions/0",
+                                         headers={"Content-Type": "application/vnd.kafka.json.v2+json"},
+                                         data='{"records":[{"value":"x"}]}', timeout=ANSWER_DEADLINE_S)
+                    except requests.RequestException as e:
+                        with lock:
+                            no_answer.append(f"node {node.node_id}: {e!r}")
+                        continue
+                    with lock:
+                        statuses.append(r.status_code)
+                        if r.status_code == 200:
+                            unknown_outcomes.extend([f"node {node.node_id}: {o['error']}" for o in r.json()["offsets"]
+                                                 if o["error"] and "may or may not" in o["error"]])
+
+            # Every node serves the same topic only once each knows it (a produce there would auto-create it).
+            wait_until(lambda: all(requests.get(f"{n.url}/topics/{topic}").status_code == 200 for n in cluster.nodes),
+                       FAILOVER_DEADLINE_S, f"{topic} known everywhere")
+            workers = [threading.Thread(target=loop, args=(n,)) for n in cluster.nodes]
+            for w in workers:
+                w.start()
+            time.sleep(0.05)   # let the loops get going: the delete must land among them
+            deleted = requests.delete(entry.v3(f"/topics/{topic}"), timeout=40)
+            assert deleted.status_code == 204, deleted.text
+            for w in workers:
+                w.join(25 * 2 * ANSWER_DEADLINE_S)
+            assert not no_answer, f"round {round_}: {len(no_answer)} produces got no HTTP answer: {no_answer[:3]}"
+            assert not unknown_outcomes, f"round {round_}: {unknown_outcomes[:3]}"
+            assert set(statuses) <= {200, 404}, statuses
+    finally:
+        cluster.stop()
