@@ -275,6 +275,11 @@ void partition_runtime::answer_or_park(const std::shared_ptr<fetch_waiter>& w, r
     if (response.ok()) response->woken_ns = w->woken_ns;
     return w->done(std::move(response));
   }
+  if (deleted) {
+    // Removed meanwhile (close_for_removal answered the fetches parked then): none parks here again.
+    w->completed = true;
+    return w->done(*removal_reason);
+  }
   if (waiters.size() >= static_cast<size_t>(config.fetch_waiters_per_partition_max)) {
     w->completed = true;
     return w->done(error{errc::throttling_quota_exceeded,

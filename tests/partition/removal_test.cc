@@ -150,4 +150,19 @@ TEST_CASE("removing a replica answers its waiting acks=all appends, parked fetch
   CHECK(f.rt->replica_waiters.empty());
 }
 
+TEST_CASE("a fetch that would park on a removed replica is answered with the reason instead") {
+  fixture f("replication", {1});
+  f.rt->close_for_removal(deleted_reason);
+  auto fetch = std::make_shared<fetch_waiter>();
+  std::optional<result<fetch_response>> fetched;
+  fetch->request.partition = {"t", model::partition_id{0}};
+  fetch->request.max_wait_ms = 500;
+  fetch->done = [&fetched](result<fetch_response> r) { fetched = std::move(r); };
+  f.rt->try_fetch(fetch);
+  REQUIRE(fetched.has_value());
+  REQUIRE_FALSE(fetched->ok());
+  CHECK(fetched->error().code == errc::unknown_topic_or_partition);
+  CHECK(f.rt->waiters.empty());
+}
+
 }  // namespace ringlog::partition
