@@ -132,7 +132,11 @@ void leader_forwarder::leader_found(const model::topic_partition& tp, uint64_t s
   line.held.erase(waited);
   --produces_held_;
   produce_bytes_held_ -= failed.batch.size();
-  failed.done(failed.refused_by >= 0 ? leadership_moving(failed.refused_by, tp) : no_leader(tp));
+  if (topic_gone(metadata_, tp)) {
+    failed.done(topic_deleted_in_flight(tp));
+  } else {
+    failed.done(failed.refused_by >= 0 ? leadership_moving(failed.refused_by, tp) : no_leader(tp));
+  }
   pump_produces(tp);
 }
 
@@ -205,6 +209,10 @@ void leader_forwarder::forwarded_produce_answered(const model::topic_partition& 
                                                   const std::shared_ptr<held_batch>& held,
                                                   rpc::result<protocol::bytes> r) {
   const int32_t leader = held->target;
+  if (!r.ok() && topic_gone(metadata_, tp)) {
+    // Deleted meanwhile (fail_moved_forwards abandoned the call): no next leader will take it.
+    return settle_produce(tp, sequence, held->done, topic_deleted_in_flight(tp));
+  }
   if (!r.ok() && never_sent(r.error().code)) {
     // Its connect failed (a killed leader refuses it), or the leadership moved before it went
     // out: nothing reached that broker, so the batch waits for the leader named next, as a
@@ -231,6 +239,10 @@ void leader_forwarder::forwarded_produce_answered(const model::topic_partition& 
     // the leader this node's metadata names next, before the partition's later batches
     // (design.md section 6: HTTP clients are promised forwarding, never "send it there").
     return resend_produce(tp, sequence, std::move(*held), leader, p.current_leader.leader_epoch);
+  }
+  if (p.error_code == kafka_error_code(errc::unknown_topic_or_partition) && topic_gone(metadata_, tp)) {
+    // The leader removed the partition of the deleted topic (not a leader lagging behind a creation).
+    return settle_produce(tp, sequence, held->done, topic_deleted_in_flight(tp));
   }
   if (p.error_code != 0) return settle_produce(tp, sequence, held->done, answered(leader, tp, p.error_code, p.error_message));
   produce_batches_response out;

@@ -82,7 +82,10 @@ void leader_forwarder::when_leader_moves(const model::topic_partition& tp, int32
     if (now != nullptr && now->leader == refused_by && now->leader_epoch > refused_epoch && waited) {
       return then(now->leader);
     }
-    if (stopping_ || clock_.now_ms() + forward_metadata_poll_ms > deadline_ms) return then(-1);
+    // A deleted topic gets no next leader: answered now, not at the call's deadline.
+    if (stopping_ || clock_.now_ms() + forward_metadata_poll_ms > deadline_ms || topic_gone(metadata_, tp)) {
+      return then(-1);
+    }
     runtime_.post_after(controller_shard, forward_metadata_poll_ms,
                         [this, alive, tp, refused_by, refused_epoch, deadline_ms, then = std::move(then)]() mutable {
                           if (alive.expired()) return;

@@ -122,10 +122,13 @@ inline error leadership_moving(int32_t refused_by, const model::topic_partition&
 inline error answered(int32_t leader, const model::topic_partition& tp, int16_t code, const std::optional<std::string>& why) {
   const errc e = errc_of_kafka_code(code);
   if (e == errc::unknown_topic_or_partition) {
-    // This node knows the topic, so the leader's metadata lags behind it (a topic just created):
-    // retriable, as Kafka clients treat UNKNOWN_TOPIC_OR_PARTITION, never a 404 for a topic that exists.
+    // This node knows the topic, so the leader's metadata is ahead of or behind this node's (the
+    // topic just created, or just deleted: the produce path answers the deletion once this node
+    // applied it too): retriable, as Kafka clients treat UNKNOWN_TOPIC_OR_PARTITION, never a 404
+    // for a topic that exists.
     return error{errc::not_leader_or_follower,
-                 leader_name(leader, tp) + " has not applied the topic's creation yet (its metadata lags): retry"};
+                 leader_name(leader, tp) + " does not know the topic (it has not applied the topic's creation yet, "
+                                           "or it applied a deletion this broker has not applied yet): retry"};
   }
   if (why && !why->empty()) return error{e, *why};
   if (e == errc::not_leader_or_follower) {
@@ -162,6 +165,24 @@ inline int32_t leader_in(const metadata_view& view, const model::topic_partition
 inline int32_t newest_leader_of(const metadata_publisher& metadata, const model::topic_partition& tp) {
   auto newest = metadata.views().latest();
   return newest ? leader_in(*newest, tp) : leader_in(*metadata.view(), tp);
+}
+
+/// Whether the newest metadata no longer has the topic of `tp`: it was deleted (this node took the
+/// call for a topic it knew, and a topic never leaves a view otherwise).
+inline bool topic_gone(const metadata_publisher& metadata, const model::topic_partition& tp) {
+  auto newest = metadata.views().latest();
+  const auto& view = newest ? *newest : *metadata.view();
+  return view.topics.find(tp.topic) == view.topics.end();
+}
+
+/// The answer of a forwarded produce of `tp` whose topic was deleted before its leader answered
+/// it (or before it was sent): Kafka's UNKNOWN_TOPIC_OR_PARTITION, definitive - whatever of it the
+/// leader stored went with the topic. The new user of session 36 heard "did not answer ... may
+/// or may not be stored: retry" instead.
+inline error topic_deleted_in_flight(const model::topic_partition& tp) {
+  return error{errc::unknown_topic_or_partition,
+               "topic '" + tp.topic + "' was deleted while the write to its partition " +
+                   std::to_string(tp.partition.value()) + " was on its way to the leader"};
 }
 
 /// The answer of a forwarded call whose partition's leadership moved while it was in flight.

@@ -214,8 +214,8 @@ class leader_forwarder {
   /// Runs `then(leader)` on the controller shard once this node's metadata names a leader of `tp`
   /// other than `refused_by` (which refused a call knowing the leader epoch `refused_epoch`), or
   /// `refused_by` itself in a newer epoch after one poll (the refuser's metadata lagged), polling
-  /// every forward_metadata_poll_ms; `then(-1)` when none by `deadline_ms` (clock ms) or when the
-  /// broker stops. `waited`: a poll interval has passed.
+  /// every forward_metadata_poll_ms; `then(-1)` when none by `deadline_ms` (clock ms), when the
+  /// topic was deleted, or when the broker stops. `waited`: a poll interval has passed.
   void when_leader_moves(const model::topic_partition& tp, int32_t refused_by, int32_t refused_epoch,
                          int64_t deadline_ms, std::function<void(int32_t)> then, bool waited = false);
   /// A peer's Produce of one partition's record set (Produce v10): split into its batches and

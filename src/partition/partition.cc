@@ -147,7 +147,7 @@ void partition_runtime::complete_append(acks_mode acks, model::offset required, 
   const bool fsync_policy = context_->config.log_flush_policy == "fsync";
   const int64_t appended_ns = base::monotonic_ns();
   auto after_flush = [self = shared_from_this(), acks, required, timeout_ms, fsync_policy, appended_ns,
-                      done = std::move(done)](storage::result<void> r) {
+                      appended_epoch = epoch, done = std::move(done)](storage::result<void> r) {
     const int64_t durable_ns = base::monotonic_ns();
     if (fsync_policy && r.ok()) {
       // Runs inside the disk executor's completion: it knows when the covering sync was submitted.
@@ -163,6 +163,13 @@ void partition_runtime::complete_append(acks_mode acks, model::offset required, 
     }
     if (!done) return;
     if (!r.ok()) return done(from_storage(r.error()));
+    if (acks == acks_mode::all && self->epoch != appended_epoch && !self->deleted) {
+      // The leadership ended (its waiters were answered) and may have begun again during the
+      // flush: offset `required` of the new epoch may hold other records (KIP-101 truncation).
+      return done(error{errc::not_leader_or_follower, "leadership of " + self->name() +
+                                                          " changed before the write was replicated; it may or may "
+                                                          "not be stored: retry"});
+    }
     if (acks == acks_mode::all) return self->await_replication(required, timeout_ms, done, durable_ns);
     done(base::ok_v);
   };
@@ -177,6 +184,8 @@ void partition_runtime::await_replication(model::offset required, int64_t timeou
   // once the leader's own log has the write, before the ISR does.
   return done(base::ok_v);
 #endif
+  // Removed while its flush ran: nothing ticks it or moves its high watermark any more.
+  if (deleted) return done(*removal_reason);
   if (log->high_watermark() >= required) {
     base::observe_latency_since(base::latency_stage::produce_replication_wait, durable_ns);
     return done(base::ok_v);
@@ -194,6 +203,30 @@ void partition_runtime::fail_ack_waiters(const error& why) {
   auto waiting = std::move(ack_waiters);
   ack_waiters.clear();
   for (auto& [offset, w] : waiting) w.done(why);
+}
+
+void partition_runtime::close_for_removal(const error& why) {
+  assert_on_shard();
+  deleted = true;
+  removal_reason = why;
+  fail_ack_waiters(why);
+  auto fetches = std::move(waiters);
+  waiters.clear();
+  for (auto& w : fetches) {
+    if (w->completed) continue;
+    w->completed = true;
+    w->done(why);
+  }
+  auto replica_fetches = std::move(replica_waiters);
+  replica_waiters.clear();
+  for (auto& w : replica_fetches) {
+    if (w->completed) continue;
+    w->completed = true;
+    protocol::fetch_response_data::partition_data out;
+    out.partition_index = partition;
+    out.error_code = static_cast<int16_t>(kafka_error_code(why.code));
+    w->done(std::move(out));
+  }
 }
 
 // ---------------------------------------------------------------- consumers' fetches
@@ -241,6 +274,11 @@ void partition_runtime::answer_or_park(const std::shared_ptr<fetch_waiter>& w, r
     w->completed = true;
     if (response.ok()) response->woken_ns = w->woken_ns;
     return w->done(std::move(response));
+  }
+  if (deleted) {
+    // Removed meanwhile (close_for_removal answered the fetches parked then): none parks here again.
+    w->completed = true;
+    return w->done(*removal_reason);
   }
   if (waiters.size() >= static_cast<size_t>(config.fetch_waiters_per_partition_max)) {
     w->completed = true;

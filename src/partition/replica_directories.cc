@@ -298,20 +298,13 @@ result<void> partition_manager::open_replica(const std::string& topic, const con
 
 result<void> partition_manager::remove_replica(const std::string& topic, int32_t partition, const error& why) {
   if (auto rt = find(topic, partition)) {
-    rt->deleted = true;
     cleaner_.forget(shard_, *rt->log);
     rt->stats->replica_removed();
     // Its follower loop ends (replica_fetcher's new_follower_generation for a deleted replica).
     ++rt->follower_generation;
     rt->follower_fetching = false;
     remove(topic, partition);
-    for (auto& w : rt->waiters) {
-      if (!w->completed) {
-        w->completed = true;
-        w->done(why);
-      }
-    }
-    rt->waiters.clear();
+    rt->close_for_removal(why);
   }
   auto removed = dir_.fs.remove_all(dir_.of(topic, partition));
   if (!removed.ok() && removed.error().code != io::errc::not_found) return dir_.failed("replica deletion", removed.error());

@@ -198,7 +198,10 @@ class partition_runtime : public std::enable_shared_from_this<partition_runtime>
   std::shared_ptr<partition_stats> stats;
   std::vector<std::shared_ptr<fetch_waiter>> waiters;
   model::leader_epoch epoch{0};
+  /// Removed from its shard (its topic deleted, or this broker no longer a replica): close_for_removal.
   bool deleted = false;
+  /// Why it was removed (set with `deleted`): the answer of every append still waiting on it.
+  std::optional<error> removal_reason;
   int64_t last_checkpointed_high_watermark = -1;
   /// More than one fetch was parked at the last wake-up: reads are kept for the others
   /// (recent_read). A lone reader never pays for keeping a copy nobody asks for.
@@ -257,6 +260,14 @@ class partition_runtime : public std::enable_shared_from_this<partition_runtime>
                          int64_t durable_ns = 0);
   /// Answers every acks=all append waiting here with `why` (the leadership ended, the ISR shrank).
   void fail_ack_waiters(const error& why);
+  /// The replica leaves its shard (partition_manager::remove_replica: its topic deleted, or
+  /// reassigned away): marked deleted, and everything that waits on it is answered `why` now -
+  /// the acks=all appends, consumers' parked fetches, followers' parked fetches - as is every
+  /// append whose flush completes later (complete_append). Nothing ticks a removed replica, so a
+  /// waiter left here was never answered: a WebSocket's produces racing a topic deletion stalled
+  /// for good and HTTP ones got an empty reply (new user, session 36; Kafka's
+  /// ReplicaManager.stopPartitions completes the delayed produces and fetches of the partition).
+  void close_for_removal(const error& why);
 
   // consumers' fetches (partition.cc; Kafka's DelayedFetch)
   /// Retries every parked fetch (the high watermark moved, or the broker stops).

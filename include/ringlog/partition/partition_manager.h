@@ -182,8 +182,9 @@ class partition_manager {
                             const storage::log_config& log_config, std::shared_ptr<partition_stats> stats,
                             const controller::partition_image& state, bool fresh);
   /// Closes the replica of `topic`-`partition` if it is open here (marked deleted, out of the
-  /// cleaner, its metrics series and this shard's map, its follower loop ended, its parked
-  /// fetches answered `why`), then deletes its directory (one already gone is no error).
+  /// cleaner, its metrics series and this shard's map, its follower loop ended, its waiting
+  /// appends and parked fetches answered `why`: partition_runtime::close_for_removal), then
+  /// deletes its directory (one already gone is no error).
   /// Errors: kafka_storage_error with the removal's reason.
   result<void> remove_replica(const std::string& topic, int32_t partition, const error& why);
   /// This node is no longer a replica of `topic`-`partition` (a reassignment removed it; `now` is
