@@ -644,10 +644,6 @@ TEST_CASE("disk loss: the wait ends once the durable log holds a leader's high w
   h.n->on_append_fsynced(h.n->log().end_position());
   h.pump();
   CHECK(h.n->awaiting_first_catch_up());
-  // With a log, it does not stand when the leader goes silent: it keeps asking it.
-  h.tick(5'000);
-  CHECK(h.n->role() == role::follower);
-  CHECK(h.take<vote_request>().empty());
   f = h.take<fetch_request>(1);
   REQUIRE_FALSE(f.empty());
   // Now the leader's high watermark 5 covers offset 4, of its epoch 3: caught up once offset 4
@@ -667,6 +663,26 @@ TEST_CASE("disk loss: the wait ends once the durable log holds a leader's high w
   // From now on it votes by §5.4.1 alone: an up-to-date candidate with a log gets the vote.
   h.handle(msg(3, 2, vote(3, 4, 3, 5)));
   CHECK(granted(h));
+}
+
+TEST_CASE("disk loss: holding entries, a voter awaiting its first catch-up votes by §5.4.1 again") {
+  // A new cluster whose first leader (1) died before its first commit: voter 2 holds the
+  // LeaderChange entry, and voter 3 must be able to win with its vote.
+  harness h(2, formatted_now());
+  h.handle(msg(1, 2, begin_quorum_epoch_request{cluster, node_id{1}, leader_epoch{1}}));
+  auto f = h.take<fetch_request>(1);
+  REQUIRE(f.size() == 1);
+  fetch_response first;
+  first.current_leader = {node_id{1}, leader_epoch{1}};
+  first.records = {entry{offset{0}, leader_epoch{1}, entry_type::leader_change, {}}};
+  h.handle(msg(1, 2, first, f[0].correlation_id));
+  REQUIRE(h.n->log().log_end_offset() == offset{1});
+  CHECK(h.n->awaiting_first_catch_up());
+  h.tick(1'000);   // leader 1 silent for the fetch timeout
+  h.handle(msg(3, 2, vote(3, 2, 1, 1, true)));
+  CHECK(granted(h));
+  h.handle(msg(3, 2, vote(3, 2, 0, 0, true)));   // less up to date than its own log: refused (§5.4.1)
+  CHECK_FALSE(granted(h));
 }
 
 TEST_CASE("disk loss: a new cluster of formatted voters elects a leader, which ends its wait on its first commit") {
