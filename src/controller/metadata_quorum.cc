@@ -377,6 +377,15 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
     for (auto& w : fx.log_writes) {
       if (!write_log(w)) return false;
     }
+    // Before anything leaves or is applied: a commit seen outside implies the record is durable.
+    if (fx.caught_up_first_time && config.meta_properties_once_caught_up) {
+      // The wait of a directory formatted on this start ends for good (meta.properties.h).
+      if (auto written = storage::write_meta_properties(fs, config.log_dir, *config.meta_properties_once_caught_up);
+          !written.ok()) {
+        fail(written.error().message);
+        return false;
+      }
+    }
     for (auto& m : fx.messages) send(std::move(m));
     if (fx.apply_snapshot) {
       machine.load_snapshot(fx.apply_snapshot->payload, fx.apply_snapshot->snapshot_id.end_offset.value());
@@ -386,14 +395,6 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
     if (!fx.committed.empty()) {
       apply_entries(fx.committed);
       complete_proposals(fx.committed);
-    }
-    if (fx.caught_up_first_time && config.meta_properties_once_caught_up) {
-      // The wait of a directory formatted on this start ends for good (meta.properties.h).
-      if (auto written = storage::write_meta_properties(fs, config.log_dir, *config.meta_properties_once_caught_up);
-          !written.ok()) {
-        fail(written.error().message);
-        return false;
-      }
     }
     return true;
   }
