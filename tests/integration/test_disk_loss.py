@@ -1,6 +1,6 @@
 """A node of a three-node cluster that comes back with an empty data directory (its disk lost or
 wiped, restarted with the same node.id and settings) must not cost an acknowledged record or a
-committed metadata entry (docs/operations.md, "Replacing a node or a lost disk").
+committed metadata entry (README, "A node whose disk is lost").
 
 - The metadata quorum (Raft §5.4, KIP-853's "disk loss" problem): with an entry committed by
   {A, B} while C was down, B losing its disk must not let the stale C win an election with B's
@@ -16,11 +16,12 @@ observations, not sleeps waiting for a condition.
 import os
 import re
 import shutil
+import subprocess
 import time
 
 import requests
 
-from conftest import wait_until
+from conftest import free_port, wait_until
 from test_cluster import FAILOVER_DEADLINE_S, Cluster, create_topic, describe
 from test_replication import JSONV2, isr_of, leader_of, read_all
 
@@ -140,5 +141,46 @@ def test_a_follower_back_with_an_empty_disk_is_in_sync_only_once_it_holds_every_
             assert [(x["offset"], x["value"]) for x in got[:len(acked)]] == acked
             c.node(old).spawn()
             wait_until(c.node(old).healthy, 60.0, f"node {old} back")
+    finally:
+        c.stop()
+
+
+def test_a_new_node_started_with_the_wrong_cluster_id_pins_nothing_and_starts_once_given_the_right_one(
+        ringlog_bin, tmp_path):
+    """A LOW of session 36: the failed start had written meta.properties with the wrong id, so the
+    restart with the right one was refused until the directory was removed by hand."""
+    c = Cluster(tmp_path / "c").start()
+    try:
+        wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+        voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(c.ports))
+        data = tmp_path / "newcomer"
+        http_port, cluster_port = free_port(), free_port()
+        args = [str(ringlog_bin), "serve", "--set", "node.id=4", "--set", "process.roles=broker",
+                "--set", f"controller.quorum.voters={voters}", "--set", "num.shards=1",
+                "--set", f"listeners=http://127.0.0.1:{http_port},cluster://127.0.0.1:{cluster_port}",
+                "--set", f"log.dirs={data}"]
+        done = subprocess.run(args + ["--set", "cluster.id=another-cluster"], capture_output=True, text=True,
+                              timeout=120)
+        out = done.stdout + done.stderr
+        assert done.returncode == 1, out
+        assert "INCONSISTENT_CLUSTER_ID" in out and "'another-cluster'" in out, out
+        assert "nothing was pinned" in out and "GET /v3/clusters" in out, out
+        assert not (data / "meta.properties").exists()
+        # The right cluster.id (the default one here): it starts, and now the directory is pinned.
+        log_path = tmp_path / "newcomer.log"
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            def healthy():
+                assert proc.poll() is None, log_path.read_text()[-2000:]
+                try:
+                    return requests.get(f"http://127.0.0.1:{http_port}/v1/health", timeout=1).status_code == 200
+                except requests.ConnectionError:
+                    return False
+            wait_until(healthy, 60.0, "the newcomer with the right cluster.id")
+            assert "cluster.id=ringlog-cluster" in (data / "meta.properties").read_text()
+        finally:
+            proc.kill()
+            proc.wait()
     finally:
         c.stop()
