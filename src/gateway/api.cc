@@ -403,6 +403,20 @@ bool known_here(const broker::admin_api& admin, const std::string& topic,
   return admin.check_partition_exists({topic, model::partition_id(static_cast<int32_t>(*index))}).ok();
 }
 
+/// Runs route `fn` for `c`. A topic created a moment ago through another node may not be in
+/// this node's image yet (a new user's describe on node 2 right after a create on node 1
+/// answered 404): a route naming a topic this node does not know passes the metadata barrier
+/// first, then runs against the image as it is then, as the broker's produce, fetch and offsets
+/// do. Likewise a partition added a moment ago (the new user of session 36: a definitive 404
+/// 40402 from nodes 2 and 3 for about 200 ms after a partition count was raised on node 1).
+void run_when_known(broker::broker& b, const std::shared_ptr<api::call>& c, routes::handler fn) {
+  const auto topic = c->params.find(c->params.contains("topic_name") ? "topic_name" : "topic");
+  if (topic != c->params.end() && !known_here(b.admin(), topic->second, c->params)) {
+    return b.await_metadata_barrier([c, fn] { c->later([fn](api::call& call) { fn(call.shared_from_this()); }); });
+  }
+  fn(c);
+}
+
 }  // namespace
 
 api::api(broker::broker& broker, metrics& metrics, api_options options)
@@ -466,18 +480,7 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
     if (std::string_view(r.pattern).starts_with("/consumers/{group}/instances/{instance}")) {
       return routes::check_instance_owner(c, r.fn);
     }
-    // A topic created a moment ago through another node may not be in this node's image yet
-    // (a new user's describe on node 2 right after a create on node 1 answered 404): a route
-    // naming a topic this node does not know passes the metadata barrier first, then runs
-    // against the image as it is then, as the broker's produce, fetch and offsets do.
-    // Likewise a partition added a moment ago (the new user of session 36: a definitive 404
-    // 40402 from nodes 2 and 3 for about 200 ms after a partition count was raised on node 1).
-    const auto topic = c->params.find(c->params.contains("topic_name") ? "topic_name" : "topic");
-    if (topic != c->params.end() && !known_here(broker_.admin(), topic->second, c->params)) {
-      return broker_.await_metadata_barrier([c, fn = r.fn] { c->later([fn](api::call& call) { fn(call.shared_from_this()); }); });
-    }
-    r.fn(c);
-    return;
+    return run_when_known(broker_, c, r.fn);
   }
   if (c->request.method == "OPTIONS") {
     // CORS preflight (Fetch standard): which methods and headers a browser may use here.
