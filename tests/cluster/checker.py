@@ -253,19 +253,23 @@ def check_high_watermarks(history):
 # lasted. A connection whose segments were dropped for H seconds sends its next retransmission
 # up to about H later (TCP doubles its retransmission timeout), so a node isolated for 3.35 s
 # read that it was replaced 2.2-3.2 s after the heal (CI of session 27, seed 27, isolate-leader).
+# After that retransmission come a metadata fetch round and the apply: CUT_OFF_APPLY_S more (the
+# CI of session 36, same seed: a node isolated for 3.36 s answered its old figure 3.36-3.39 s
+# after the heal, 4 ms past a window of the cut's length).
 CUT_OFF_GRACE_S = 2.0
+CUT_OFF_APPLY_S = 0.5
 
 
 def heal_grace_s(start, heal):
     """How long after a heal at `heal` (s) a node cut off since `start` may act on old metadata."""
-    return max(CUT_OFF_GRACE_S, heal - start)
+    return max(CUT_OFF_GRACE_S, heal - start + CUT_OFF_APPLY_S)
 
 
 def cut_off_windows(history):
     """node -> [(from, to)] while the nemesis had it cut off from the rest of the cluster's
     leadership: a split's minority, a bridge's far side (cut off from the controller, reached only
     through the middle node), an isolated or one-way-cut node; each window runs to the heal plus
-    heal_grace_s (CUT_OFF_GRACE_S, or the cut's own length when longer); for a one-way drop of one link, both of its ends. A paused (SIGSTOPped) node
+    heal_grace_s (CUT_OFF_GRACE_S, or the cut's own length plus CUT_OFF_APPLY_S when longer); for a one-way drop of one link, both of its ends. A paused (SIGSTOPped) node
     is cut off the same way: it hears nothing while stopped, and right after it continues it may
     answer before it reads that it was fenced and replaced (CI seed 1612168957). Such a node may still lead a partition in an old leader epoch
     and answer a Kafka Fetch below its high watermark with that old figure: Kafka does the same
