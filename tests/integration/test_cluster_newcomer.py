@@ -180,7 +180,11 @@ def test_http_produce_through_another_node_goes_to_the_new_leader_when_the_leade
             p.stop()
         errors = [e for p in producers for e in p.errors]
         print(f"{sum(p.acknowledged for p in producers)} writes acknowledged, {len(errors)} errors: {errors[:3]}")
-        refused_unread = [e for e in errors if "shutting down" in e]
+        # A write refused unread says only that the broker is shutting down; one the leader had
+        # appended when it stopped is in flight and says "may or may not be stored" (this
+        # session's CI: "the broker is shutting down before the write was replicated; it may or
+        # may not be stored: retry"), which the docstring allows.
+        refused_unread = [e for e in errors if "shutting down" in e and "may or may not" not in e]
         assert not refused_unread, f"{len(refused_unread)} writes refused unread reached the client: {refused_unread[:3]}"
         assert all("may or may not" in e for e in errors), errors[:5]
     finally:
