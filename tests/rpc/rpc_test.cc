@@ -63,6 +63,14 @@ bytes encode_vote(int32_t epoch) {
   return std::move(w).take();
 }
 
+/// An empty BeginQuorumEpoch v1 body (for handlers that park or drop their requests).
+bytes encode_begin_quorum_epoch() {
+  protocol::begin_quorum_epoch_request_data req;
+  protocol::writer w;
+  REQUIRE(req.encode(w, 1).ok());
+  return std::move(w).take();
+}
+
 /// A Vote handler that answers with leader_epoch = the request's candidate_epoch.
 /// Answers a Vote with the request's candidate epoch plus `added` (tells listeners apart).
 request_handler echo_vote(int32_t added = 0) {
@@ -329,10 +337,7 @@ TEST_CASE("a request without an answer times out; a peer that goes away fails it
                      });
   f.srv->start();
   client c(*f.rt, 1, "127.0.0.1", f.srv->port(), "test");
-  protocol::begin_quorum_epoch_request_data req;
-  protocol::writer w;
-  REQUIRE(req.encode(w, 1).ok());
-  const auto body = std::move(w).take();
+  const auto body = encode_begin_quorum_epoch();
 
   const auto started = std::chrono::steady_clock::now();
   auto timed_out = call(c, protocol::begin_quorum_epoch_request_data::api_key, body, 150);
@@ -413,10 +418,7 @@ TEST_CASE("requests a handler drops unanswered give their in-flight slots back: 
                      [&](const protocol::request_header_data&, std::span<const std::byte>, respond_fn) { ++dropped; });
   f.srv->start();
   client c(*f.rt, 1, "127.0.0.1", f.srv->port(), "test");
-  protocol::begin_quorum_epoch_request_data req;
-  protocol::writer w;
-  REQUIRE(req.encode(w, 1).ok());
-  const auto body = std::move(w).take();
+  const auto body = encode_begin_quorum_epoch();
   // Twice the connection's bound: before, the first 64 held every slot for good and the
   // server stopped reading the connection.
   constexpr int requests = 2 * static_cast<int>(constants::connection_in_flight_requests_max);
