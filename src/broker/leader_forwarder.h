@@ -116,7 +116,8 @@ class leader_forwarder {
   /// Runs `then` on the controller shard once `known()` holds or forward_metadata_wait_ms passed.
   void when_topic_known(std::function<bool()> known, std::function<void()> then, int64_t waited_ms = 0);
   /// A call a peer forwarded for partition `partition` of `name` may be served: the topic is in
-  /// this node's view and, when this node holds a replica of the partition, that replica is open
+  /// this node's view with the partition (one the peer named past this node's partition count
+  /// was added and is not applied here yet) and, when this node holds a replica of the partition, that replica is open
   /// (the view is published before the reconcile step that opens new partitions, and a call served
   /// in between would find no partition and answer unknown_topic_or_partition).
   [[nodiscard]] bool ready_for_forwarded(const std::string& name, int32_t partition) const;
