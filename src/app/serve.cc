@@ -903,12 +903,18 @@ std::string https_listener_text(const bound_listeners& bound, const gateway::tls
 
 /// The "serving" line, once every front end listens: the plaintext HTTP listener (`http_port`, -1
 /// when there is none), the https one (`https`: "https://host:port", empty when there is none; an
-/// https-only node listed nothing before session 32) and the cluster listener (-1: none).
-void log_serving(const config::server_config& cfg, int http_port, const std::string& https, int cluster_port,
-                 int32_t controller_id) {
+/// https-only node listed nothing before session 32), the Kafka listeners (`kafka`, their ports as
+/// bound: a Kafka-only broker listed nothing before session 37) and the cluster listener (-1: none).
+void log_serving(const config::server_config& cfg, int http_port, const std::string& https,
+                 const std::vector<bound_kafka_listener>& kafka, int cluster_port, int32_t controller_id) {
   std::string listeners;
   if (http_port >= 0) listeners = "http://" + cfg.listener_host + ":" + std::to_string(http_port);
   if (!https.empty()) listeners += (listeners.empty() ? "" : ",") + https;
+  for (const auto& l : kafka) {
+    config::listener_record as_bound = l.record;
+    if (l.bound_port >= 0) as_bound.port = l.bound_port;
+    listeners += (listeners.empty() ? "" : ",") + as_bound.to_string();
+  }
   if (cluster_port >= 0) {
     listeners += (listeners.empty() ? "" : ",") + std::string("cluster://") + cfg.cluster_listener_host + ":" +
                  std::to_string(cluster_port);
@@ -1282,7 +1288,7 @@ int serve_main(int argc, char** argv) {
     shut_down();
     return 1;
   }
-  log_serving(cfg, options.listen ? server->port() : -1, https_listener_text(bound, https.get()),
+  log_serving(cfg, options.listen ? server->port() : -1, https_listener_text(bound, https.get()), bound.kafka,
               transport ? static_cast<int>(transport->port()) : -1, broker->admin().controller_id());
   reloader.start();
   if (jwks) jwks->start();
