@@ -45,6 +45,7 @@
 #include "ringlog/rpc/constants.h"
 #include "ringlog/runtime/shard_threads.h"
 #include "ringlog/runtime/connection_limits.h"
+#include "ringlog/runtime/request_memory_pool.h"
 #include "ringlog/io/disk_executor.h"
 #include "ringlog/io/file.h"
 #include "ringlog/kafka/listener.h"
@@ -78,7 +79,7 @@ const std::vector<help_area>& help_areas() {
       {"Storage: segments, retention, flush, compaction", {"log.", "num.partitions", "message.max.bytes",
                                                           "auto.create.topics.", "compression."}},
       {"Produce and fetch", {"produce.", "fetch.", "producer.id."}},
-      {"HTTP and Kafka listeners", {"http.", "ws.", "kafka.", "socket.", "cors."}},
+      {"HTTP and Kafka listeners", {"http.", "ws.", "kafka.", "socket.", "cors.", "queued.max.request.bytes"}},
       {"Connection limits (issue 31; docs/configuration.md)", {"max.connection", "connection.authentication.", "connections.max.idle."}},
       {"Client quotas (issue 31; the quotas themselves are metadata: AlterClientQuotas)", {"quota."}},
       {"Security: SASL and users", {"sasl.", "connections.max.reauth.", "connection.failed.authentication."}},
@@ -285,6 +286,24 @@ int32_t bound_port_of(int fd) {
   return -1;
 }
 
+/// queued.max.request.bytes as /metrics text: its capacity, what is reserved, the frames waiting.
+std::string request_pool_metrics(const runtime::request_memory_pool& pool) {
+  std::string out;
+  out += "# HELP ringlog_kafka_request_pool_capacity_bytes queued.max.request.bytes: bytes of Kafka request frames "
+         "being read or handled, every Kafka listener together.\n";
+  out += "# TYPE ringlog_kafka_request_pool_capacity_bytes gauge\n";
+  out += "ringlog_kafka_request_pool_capacity_bytes " + std::to_string(pool.capacity_bytes()) + "\n";
+  out += "# HELP ringlog_kafka_request_pool_reserved_bytes Bytes of queued.max.request.bytes reserved by request "
+         "frames being read or handled (each frame's declared size).\n";
+  out += "# TYPE ringlog_kafka_request_pool_reserved_bytes gauge\n";
+  out += "ringlog_kafka_request_pool_reserved_bytes " + std::to_string(pool.reserved_bytes()) + "\n";
+  out += "# HELP ringlog_kafka_request_pool_waiting_frames Request frames waiting for room in "
+         "queued.max.request.bytes (their connections are not read meanwhile).\n";
+  out += "# TYPE ringlog_kafka_request_pool_waiting_frames gauge\n";
+  out += "ringlog_kafka_request_pool_waiting_frames " + std::to_string(pool.waiters()) + "\n";
+  return out;
+}
+
 /// The Kafka listener's fetch byte counters as /metrics text (Prometheus exposition format).
 std::string kafka_fetch_metrics(const kafka::fetch_counters& c) {
   std::string out;
@@ -306,7 +325,8 @@ std::string kafka_fetch_metrics(const kafka::fetch_counters& c) {
 base::result<kafka_front_end, std::string> start_kafka_listener(const config::server_config& cfg,
                                                                 const bound_kafka_listener& l, broker::broker& broker,
                                                                 runtime::shard_threads& runtime,
-                                                                kafka::fetch_counters& counters) {
+                                                                kafka::fetch_counters& counters,
+                                                                std::shared_ptr<runtime::request_memory_pool> request_pool) {
   kafka_front_end out;
   kafka::handler_options options;
   options.listener_name = l.record.name;
@@ -341,6 +361,7 @@ base::result<kafka_front_end, std::string> start_kafka_listener(const config::se
   RINGLOG_ASSERT(!listen.sasl || l.oauthbearer || std::find(m.begin(), m.end(), "OAUTHBEARER") == m.end(),
                  "config validation (check_jwks_needed) refuses OAUTHBEARER without sasl.oauthbearer.jwks.endpoint.url");
   listen.limits = l.limits;
+  listen.request_pool = std::move(request_pool);
   auto bound = kafka::listener::listen(runtime, *out.handler, listen);
   if (!bound.ok()) return bound.error();
   out.listener = std::move(bound).value();
@@ -377,6 +398,8 @@ struct bound_listeners {
   /// CLUSTER:SSL: listener.name.cluster.ssl.principal.mapping.rules (a peer's subject -> principal).
   std::shared_ptr<const security::ssl_principal_mapper> cluster_principal_mapper;
   std::shared_ptr<runtime::connection_limits> limits;   // every listener's
+  /// queued.max.request.bytes: one pool for every Kafka listener, as Kafka's SocketServer shares one.
+  std::shared_ptr<runtime::request_memory_pool> request_pool;
 };
 
 /// In a cluster, the TLS client context group calls are passed on with to a peer whose only HTTP
@@ -421,6 +444,7 @@ std::optional<int> peer_https_client(const config::server_config& cfg, bound_lis
 /// when the start must stop (1: cannot listen, 2: bad config), with its log line written.
 std::optional<int> bind_listeners(const config::server_config& cfg, tls_reloader& reloader, bound_listeners& out) {
   out.limits = make_connection_limits(cfg);
+  out.request_pool = std::make_shared<runtime::request_memory_pool>(static_cast<size_t>(cfg.queued_max_request_bytes));
   for (const auto& r : cfg.listeners) {
     if (r.name == "HTTP") out.http_record = &r;
     if (r.name == "HTTPS") out.https_record = &r;
@@ -583,8 +607,13 @@ bool start_front_ends(const config::server_config& cfg, const bound_listeners& b
       return false;
     }
   }
+  if (!bound.kafka.empty() && cfg.queued_max_request_bytes < cfg.socket_request_max_bytes) {
+    spdlog::warn("msg=\"queued.max.request.bytes is below socket.request.max.bytes: a Kafka request frame larger "
+                 "than it closes its connection\" queued.max.request.bytes={} socket.request.max.bytes={}",
+                 cfg.queued_max_request_bytes, cfg.socket_request_max_bytes);
+  }
   for (const auto& l : bound.kafka) {
-    auto started = start_kafka_listener(cfg, l, broker, runtime, counters);
+    auto started = start_kafka_listener(cfg, l, broker, runtime, counters, bound.request_pool);
     if (!started.ok()) {
       spdlog::error("msg=\"cannot listen\" listeners={} error=\"{}\"", l.record.to_string(),
                     base::logfmt_escaped(started.error()));
@@ -1240,8 +1269,8 @@ int serve_main(int argc, char** argv) {
   set_http_listener(options, cfg, budget, bound);
   // Declared before the server and the Kafka listener, so it outlives both (they read it).
   kafka::fetch_counters kafka_counters;
-  options.extra_metrics = [&kafka_counters, limits = bound.limits] {
-    return kafka_fetch_metrics(kafka_counters) + limits->metrics_text();
+  options.extra_metrics = [&kafka_counters, limits = bound.limits, pool = bound.request_pool] {
+    return kafka_fetch_metrics(kafka_counters) + request_pool_metrics(*pool) + limits->metrics_text();
   };
   options.cors_allowed_origins = comma_separated(cfg.http_cors_allowed_origins);
   options.allowed_hosts = allowed_http_hosts(cfg);

@@ -91,7 +91,7 @@ constexpr const char* kafka_static_configs[] = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms", "authorizer.class.name", "super.users",
     "allow.everyone.if.no.acl.found", "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
     "max.connection.creation.rate", "connections.max.idle.ms", "connections.max.reauth.ms",
-    "connection.failed.authentication.delay.ms", "socket.request.max.bytes", "quota.window.num",
+    "connection.failed.authentication.delay.ms", "socket.request.max.bytes", "queued.max.request.bytes", "quota.window.num",
     "quota.window.size.seconds", "sasl.enabled.mechanisms", "sasl.oauthbearer.jwks.endpoint.url",
     "sasl.oauthbearer.jwks.endpoint.refresh.ms", "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms",
     "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", "sasl.oauthbearer.expected.issuer",

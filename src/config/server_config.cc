@@ -433,8 +433,8 @@ std::vector<key_spec> authentication_keys() {
   };
 }
 
-/// Connection limits (issue 31, Kafka's keys; runtime/connection_limits.h has the rules) and the
-/// handshake/login deadline.
+/// Connection limits (issue 31, Kafka's keys; runtime/connection_limits.h has the rules), the
+/// handshake/login deadline and the Kafka listeners' request memory (runtime/request_memory_pool.h).
 std::vector<key_spec> connection_limit_keys() {
   return {
       int_key("http.request.header.timeout.ms", &server_config::http_request_header_timeout_ms, 100, 3600000,
@@ -497,6 +497,10 @@ std::vector<key_spec> connection_limit_keys() {
               "quota.window.size.seconds; 1 is measured as 2)"),
       int_key("quota.window.size.seconds", &server_config::quota_window_size_seconds, 1, 3600,
               "span of one client quota sample, s (Kafka's)"),
+      int_key("queued.max.request.bytes", &server_config::queued_max_request_bytes, 1048576, int64_t{1} << 40,
+              "bytes of Kafka request frames being read or handled, every Kafka listener together: a frame that "
+              "does not fit waits (its connection is not read) until answered requests give room back; a frame "
+              "larger than this closes its connection. Kafka's -1 (unbounded) is not accepted"),
   };
 }
 

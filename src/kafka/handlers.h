@@ -252,6 +252,13 @@ void handle_offset_delete(const request_context& ctx, protocol::offset_delete_re
 void handle_init_producer_id(const request_context& ctx, protocol::init_producer_id_request_data request);
 // ---- transactions.cc
 void handle_init_producer_id_transactional(const request_context& ctx, protocol::init_producer_id_request_data request);
+/// InitProducerId's answer has no error message field: a refusal by a broker limit
+/// (THROTTLING_QUOTA_EXCEEDED: transactional_ids_per_partition_max, producer id requests queued
+/// for a block) is told in a warning instead, naming the limit, the client and the
+/// transactional id (`transactional_id` nullptr: an idempotent producer). At most one line per
+/// init_producer_id_refusal_log_interval_ms; the next one counts those left out (a client retries
+/// this code every retry.backoff.ms).
+void log_init_producer_id_refusal(const request_context& ctx, const std::string* transactional_id, const broker::error& e);
 void handle_add_partitions_to_txn(const request_context& ctx, protocol::add_partitions_to_txn_request_data request);
 void handle_add_offsets_to_txn(const request_context& ctx, protocol::add_offsets_to_txn_request_data request);
 void handle_end_txn(const request_context& ctx, protocol::end_txn_request_data request);

@@ -81,7 +81,8 @@ struct listener::impl : std::enable_shared_from_this<listener::impl> {
 /// handler, and writes answers in request order.
 struct connection : std::enable_shared_from_this<connection> {
   connection(std::shared_ptr<listener::impl> o, size_t shard_index, runtime::shard_socket s, runtime::connection_slot sl)
-      : owner(o), listener_name(o->options.name), shard(shard_index), stream(std::move(s)), slot_in_limits(std::move(sl)) {
+      : owner(o), listener_name(o->options.name), shard(shard_index), stream(std::move(s)), slot_in_limits(std::move(sl)),
+        pool(o->options.request_pool) {
     boost::system::error_code ec;
     auto ep = stream.socket().remote_endpoint(ec);
     // As ACL hosts name it: an IPv4 client of a dual-stack socket is "127.0.0.1", not
@@ -101,6 +102,7 @@ struct connection : std::enable_shared_from_this<connection> {
     int64_t produce_read_ns = 0;   // a Produce's base::monotonic_ns when read off the socket, else 0
     std::optional<base::cpu_activity> activity;   // whose CPU writing the answer counts to (issue 33)
     int64_t produce_ready_ns = 0;  // a Produce's base::monotonic_ns when its answer reached this connection
+    size_t pool_bytes = 0;         // of queued.max.request.bytes, given back when answered
   };
   /// How far the frame at slots.front() has been sent (write_next / send_pieces): its memory
   /// bytes before `memory_sent`, its file pieces before `piece`, and `piece_sent` bytes of that one.
@@ -128,6 +130,11 @@ struct connection : std::enable_shared_from_this<connection> {
   std::string peer_host;  // the client's address: its client_host in group descriptions
   std::array<std::byte, 4> size_prefix{};
   bytes frame;
+  /// queued.max.request.bytes, shared by every Kafka listener (nullptr: no bound); the frame
+  /// being read holds `frame_pool_bytes` of it, a frame waiting for room its `pool_ticket` (0: none).
+  std::shared_ptr<runtime::request_memory_pool> pool;
+  size_t frame_pool_bytes = 0;
+  uint64_t pool_ticket = 0;
   std::deque<slot> slots;        // unanswered or unsent, oldest first
   uint64_t first_slot_seq = 0;   // sequence number of slots.front()
   uint64_t next_seq = 0;
@@ -207,8 +214,60 @@ struct connection : std::enable_shared_from_this<connection> {
       return;
     }
     frame.clear();
-    runtime::async_read_frame(stream, frame, static_cast<size_t>(size),
+    reserve_then_read(*o, static_cast<size_t>(size));
+  }
+
+  /// queued.max.request.bytes (runtime/request_memory_pool.h): the body of a `size`-byte frame
+  /// is read once the pool of every Kafka listener has room for it; until then nothing more is
+  /// read from this connection. A frame larger than the whole pool closes the connection.
+  void reserve_then_read(const listener::impl& o, size_t size) {
+    if (!pool) return read_body(size);
+    asio::io_context* context = &runtime::io_context_of(o.rt, shard);
+    auto r = pool->reserve(size, [weak = weak_from_this(), p = pool, context, size] {
+      // On the thread that gave the room back: continue on this connection's shard.
+      asio::post(*context, [weak, p, size] {
+        if (auto self = weak.lock()) return self->on_pool_room(size);
+        p->release(size);
+      });
+    });
+    switch (r.outcome) {
+      case runtime::request_memory_pool::reserve_outcome::reserved:
+        frame_pool_bytes = size;
+        return read_body(size);
+      case runtime::request_memory_pool::reserve_outcome::too_large:
+        return close("frame size " + std::to_string(size) + " above queued.max.request.bytes=" +
+                     std::to_string(pool->capacity_bytes()) +
+                     " (the memory of the requests of every Kafka listener together): it can never fit");
+      case runtime::request_memory_pool::reserve_outcome::queued:
+        pool_ticket = r.ticket;
+        if (read_paused_ns == 0) read_paused_ns = base::monotonic_ns();
+        spdlog::debug("msg=\"kafka frame waits for queued.max.request.bytes\" listener={} peer={} frame_bytes={} "
+                      "pool_reserved_bytes={}",
+                      listener_name, peer, size, pool->reserved_bytes());
+        return;
+    }
+  }
+
+  /// The pool reserved `size` bytes for the frame this connection waits to read.
+  void on_pool_room(size_t size) {
+    pool_ticket = 0;
+    if (closed) return pool->release(size);
+    frame_pool_bytes = size;
+    if (read_paused_ns != 0) {
+      base::observe_latency_since(base::latency_stage::kafka_read_paused, read_paused_ns);
+      read_paused_ns = 0;
+    }
+    read_body(size);
+  }
+
+  void read_body(size_t size) {
+    runtime::async_read_frame(stream, frame, size,
                               [self = shared_from_this()](boost::system::error_code ec2) { self->on_frame(ec2); });
+  }
+
+  /// Gives `bytes` of queued.max.request.bytes back (0: nothing was reserved).
+  void give_back(size_t bytes) {
+    if (bytes > 0 && pool) pool->release(bytes);
   }
 
   void on_frame(boost::system::error_code ec) {
@@ -224,7 +283,8 @@ struct connection : std::enable_shared_from_this<connection> {
       return;
     }
     last_active = std::chrono::steady_clock::now();
-    if (gate && !pass_gate(*o)) return;
+    const size_t pooled = std::exchange(frame_pool_bytes, 0);
+    if (gate && !pass_gate(*o)) return give_back(pooled);
     const uint64_t seq = next_seq++;
     // Issue 32's "sent" stage: a Produce (api key 0, the frame's first two bytes) is timed to its write.
     const int16_t api_key = frame.size() >= 2 ? static_cast<int16_t>((std::to_integer<uint16_t>(frame[0]) << 8) |
@@ -232,6 +292,7 @@ struct connection : std::enable_shared_from_this<connection> {
                                               : int16_t{-1};
     const bool produce = api_key == 0;
     slots.push_back(slot{false, std::nullopt, frame.size(), produce ? base::monotonic_ns() : 0, data_activity(api_key)});
+    slots.back().pool_bytes = pooled;
     held_bytes += frame.size();
     int64_t throttle_ms = 0;
     auto handled =
@@ -370,6 +431,7 @@ struct connection : std::enable_shared_from_this<connection> {
     if (s.produce_read_ns != 0) s.produce_ready_ns = base::monotonic_ns();
     held_bytes -= s.request_bytes;
     s.request_bytes = 0;
+    give_back(std::exchange(s.pool_bytes, 0));
     if (response) held_bytes += response->size_bytes();
     s.frame = std::move(response);
     write_next();
@@ -558,7 +620,10 @@ struct connection : std::enable_shared_from_this<connection> {
 
   /// The oldest request in flight has no answer yet (its handler works on it: a long poll, an
   /// acks=all wait): the client is not what holds the connection up.
-  [[nodiscard]] bool waits_on_handler() const { return !slots.empty() && !slots.front().ready; }
+  /// A frame waiting for room in queued.max.request.bytes waits on the broker as well.
+  [[nodiscard]] bool waits_on_handler() const {
+    return (!slots.empty() && !slots.front().ready) || pool_ticket != 0;
+  }
 
   /// The handshake (and the login on SASL listeners) is done: the deadline no longer applies.
   void login_done() {
@@ -575,6 +640,10 @@ struct connection : std::enable_shared_from_this<connection> {
     if (idle_timer) idle_timer->cancel();
     login_done();
     slot_in_limits.release();
+    // A waiter already granted finds the connection closed and gives its bytes back (on_pool_room).
+    if (pool_ticket != 0 && pool->cancel(pool_ticket)) pool_ticket = 0;
+    give_back(std::exchange(frame_pool_bytes, 0));
+    for (slot& s : slots) give_back(std::exchange(s.pool_bytes, 0));
     if (!reason.empty()) {
       spdlog::warn("msg=\"kafka connection closed\" listener={} peer={} principal=\"{}\" reason=\"{}\"", listener_name,
                    peer, base::logfmt_escaped(gate ? gate->principal().to_string() : std::string("User:ANONYMOUS")),

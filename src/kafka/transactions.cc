@@ -44,13 +44,15 @@ void handle_init_producer_id_transactional(const request_context& ctx,
     expected = id_epoch{model::producer_id{request.producer_id}, model::producer_epoch{request.producer_epoch}};
   }
   ctx.broker_api().transactions().init_producer_id(
-      *request.transactional_id, request.transaction_timeout_ms, expected, [ctx](broker::result<id_epoch> r) {
+      *request.transactional_id, request.transaction_timeout_ms, expected,
+      [ctx, transactional_id = *request.transactional_id](broker::result<id_epoch> r) {
         protocol::init_producer_id_response_data out;
         out.producer_id = -1;
         out.producer_epoch = -1;
         if (!r.ok()) {
           out.error_code = r.error().code == broker::errc::not_controller ? error_code::coordinator_not_available
                                                                           : txn_code(r.error(), ctx.api_version, 4);
+          log_init_producer_id_refusal(ctx, &transactional_id, r.error());
         } else {
           out.producer_id = r->first.value();
           out.producer_epoch = r->second.value();

@@ -73,11 +73,13 @@ result<std::optional<producer_batch>> producer_state::check(const codec::batch_h
   }
   auto it = producers_.find(id);
   if (it == producers_.end()) {
-    if (producers_.size() >= producers_per_partition_max) {
+    // At the bound the least recently used idle producer makes room (update); none is idle when
+    // every known producer is inside an open transaction, which only its end frees.
+    if (producers_.size() >= producers_per_partition_max && idle_.empty()) {
       return error{errc::too_many_producers,
                    "this partition already remembers " + std::to_string(producers_.size()) +
-                       " idempotent producers (producers_per_partition_max); " + producer_name(id, epoch) +
-                       " is refused until idle ones expire (producer.id.expiration.ms)"};
+                       " idempotent producers (producers_per_partition_max), each inside an open transaction; " +
+                       producer_name(id, epoch) + " is refused until one of those transactions ends"};
     }
     return std::optional<producer_batch>{};   // KIP-360: unknown producers start at any sequence
   }
@@ -150,7 +152,8 @@ result<void> producer_state::check_marker(model::producer_id producer_id, model:
 void producer_state::update(const codec::batch_header& header, model::timestamp_ms append_time_ms) {
   const int64_t id = header.producer.value();
   if (id < 0 || header.producer_epoch_value.value() < 0 || header.is_control()) return;
-  producer_entry& entry = producers_[id];
+  auto [found, added] = touch(id);
+  producer_entry& entry = *found;
   if (header.producer_epoch_value != entry.epoch) {
     // A new epoch (or a producer seen first): its sequences start over (Kafka's
     // ProducerAppendInfo.updateCurrentTxnFirstOffset / maybeUpdateProducerEpoch).
@@ -165,10 +168,13 @@ void producer_state::update(const codec::batch_header& header, model::timestamp_
     entry.current_txn_first_offset = header.base_offset;
     ongoing_.emplace(header.base_offset.value(), id);
   }
-  if (header.base_sequence.value() < 0) return;
-  entry.batches.push_back({header.base_sequence, last_sequence_of(header.base_sequence, header.last_offset_delta),
-                           header.base_offset, header.last_offset(), stamp});
-  while (entry.batches.size() > producer_batches_retained) entry.batches.pop_front();
+  if (header.base_sequence.value() >= 0) {
+    entry.batches.push_back({header.base_sequence, last_sequence_of(header.base_sequence, header.last_offset_delta),
+                             header.base_offset, header.last_offset(), stamp});
+    while (entry.batches.size() > producer_batches_retained) entry.batches.pop_front();
+  }
+  reindex(id, entry);
+  if (added) make_room(id);
 }
 
 std::optional<completed_txn> producer_state::end_txn(const codec::batch_header& header,
@@ -176,28 +182,66 @@ std::optional<completed_txn> producer_state::end_txn(const codec::batch_header& 
                                                      model::timestamp_ms append_time_ms) {
   const int64_t id = header.producer.value();
   if (id < 0 || header.producer_epoch_value.value() < 0) return std::nullopt;
-  producer_entry& entry = producers_[id];
+  auto [found, added] = touch(id);
+  producer_entry& entry = *found;
   if (header.producer_epoch_value != entry.epoch) {
     entry.epoch = header.producer_epoch_value;
     entry.batches.clear();   // KIP-890: the next batch of the new epoch starts at sequence 0
   }
   entry.coordinator_epoch = std::max(entry.coordinator_epoch, marker.coordinator_epoch);
   entry.last_timestamp_ms = header.max_timestamp >= 0 ? header.max_timestamp : append_time_ms;
-  if (!entry.current_txn_first_offset) return std::nullopt;
-  completed_txn done{model::producer_id{id}, *entry.current_txn_first_offset, header.last_offset(),
-                     marker.type == codec::control_type::abort};
-  const size_t erased = ongoing_.erase(entry.current_txn_first_offset->value());
-  RINGLOG_ASSERT_OP(erased, ==, 1u);
-  entry.current_txn_first_offset.reset();
+  std::optional<completed_txn> done;
+  if (entry.current_txn_first_offset) {
+    done = completed_txn{model::producer_id{id}, *entry.current_txn_first_offset, header.last_offset(),
+                         marker.type == codec::control_type::abort};
+    const size_t erased = ongoing_.erase(entry.current_txn_first_offset->value());
+    RINGLOG_ASSERT_OP(erased, ==, 1u);
+    entry.current_txn_first_offset.reset();
+  }
+  reindex(id, entry);
+  if (added) make_room(id);
   return done;
+}
+
+std::pair<producer_entry*, bool> producer_state::touch(int64_t id) {
+  auto [it, added] = producers_.try_emplace(id);
+  if (!added && !it->second.current_txn_first_offset) {
+    const size_t erased = idle_.erase({it->second.last_timestamp_ms, id});
+    RINGLOG_ASSERT_OP(erased, ==, 1u);
+  }
+  return {&it->second, added};
+}
+
+void producer_state::reindex(int64_t id, const producer_entry& entry) {
+  if (entry.current_txn_first_offset) return;
+  const bool inserted = idle_.emplace(entry.last_timestamp_ms, id).second;
+  RINGLOG_ASSERT(inserted, "a producer is in idle_ once");
+}
+
+void producer_state::make_room(int64_t added) {
+  if (producers_.size() <= producers_per_partition_max) return;
+  auto victim = idle_.begin();
+  if (victim != idle_.end() && victim->second == added) ++victim;
+  if (victim == idle_.end()) victim = idle_.begin();   // `added` alone is idle, or none is
+  if (victim == idle_.end()) return;                   // every producer is inside an open transaction
+  const size_t erased = producers_.erase(victim->second);
+  RINGLOG_ASSERT_OP(erased, ==, 1u);
+  idle_.erase(victim);
+  RINGLOG_ASSERT_OP(producers_.size(), ==, producers_per_partition_max);
 }
 
 size_t producer_state::remove_expired(int64_t now_ms, int64_t expiration_ms) {
   // A producer inside an open transaction stays (the transaction coordinator aborts it on
-  // transaction.timeout.ms; forgetting it here would lose the last stable offset's bound).
-  return std::erase_if(producers_, [&](const auto& kv) {
-    return !kv.second.current_txn_first_offset && now_ms - kv.second.last_timestamp() >= expiration_ms;
-  });
+  // transaction.timeout.ms; forgetting it here would lose the last stable offset's bound): only
+  // idle_ is looked at, oldest first.
+  size_t removed = 0;
+  while (!idle_.empty() && now_ms - idle_.begin()->first >= expiration_ms) {
+    const size_t erased = producers_.erase(idle_.begin()->second);
+    RINGLOG_ASSERT_OP(erased, ==, 1u);
+    idle_.erase(idle_.begin());
+    ++removed;
+  }
+  return removed;
 }
 
 model::bytes producer_state::encode_snapshot(model::offset offset) const {
@@ -294,6 +338,7 @@ result<std::pair<model::offset, producer_state>> producer_state::decode_snapshot
       entry.batches.push_back(b);
     }
     if (v1) entry.last_timestamp_ms = entry.batches.back().timestamp;
+    state.reindex(id, entry);
     state.producers_.emplace(id, std::move(entry));
   }
   if (r.pos != in.size()) return bad_snapshot(std::to_string(in.size() - r.pos) + " bytes after the last producer");

@@ -65,8 +65,11 @@ result<outcome> transaction_coordinator::init_producer_id(
   if (it == ids_.end()) {
     if (ids_.size() >= limits::transactional_ids_per_partition_max) {
       return error{errc::too_many_transactional_ids,
-                   "this coordinator already holds limits::transactional_ids_per_partition_max (" +
-                       std::to_string(limits::transactional_ids_per_partition_max) + ") transactional ids"};
+                   who(transactional_id) + " is refused: its __transaction_state partition's coordinator already "
+                   "holds transactional_ids_per_partition_max (" +
+                       std::to_string(limits::transactional_ids_per_partition_max) +
+                       ") transactional ids; ids idle past transactional.id.expiration.ms (" +
+                       std::to_string(options_.transactional_id_expiration_ms) + " ms) are removed"};
     }
     if (!fresh_id) return error{errc::producer_id_needed, who(transactional_id) + " is new: it needs a producer id"};
     txn_metadata md;

@@ -386,3 +386,57 @@ def test_cluster_ids_from_every_node_and_a_resend_to_the_new_leader_is_a_duplica
         return got if all(code == 200 for code, _ in got) else None
 
     assert wait_until(resent, 30.0, "the resend answered by the new leader") == first
+
+
+# ---------------------------------------------------------------- the per-partition producer bound
+
+def produce_pipelined(bootstrap, topic, partition, batches, window=32):
+    """Produce v3 (acks=1) of each batch in order, `window` requests in flight on one connection:
+    [(error, base_offset)] in the same order."""
+    out = []
+    with kw.connect(bootstrap, timeout=60) as s:
+        for start in range(0, len(batches), window):
+            chunk = batches[start:start + window]
+            s.sendall(b"".join(kw.frame(kw.API_PRODUCE, 3, start + i, kw.produce_v3(topic, partition, b, acks=1))
+                               for i, b in enumerate(chunk)))
+            for _ in chunk:
+                size = struct.unpack(">i", kw.read_exact(s, 4))[0]
+                body = kw.read_exact(s, size)[4:]   # after the correlation id
+                (_, _, error, base_offset, _), = kw.parse_produce_v3(body)
+                out.append((error, base_offset))
+    return out
+
+
+def test_past_the_per_partition_producer_bound_the_least_recently_used_producer_makes_room(ibroker, topic_name):
+    """Breaker of session 36 (MEDIUM): the 10,001st idempotent producer of a partition was refused
+    (THROTTLING_QUOTA_EXCEEDED) for producer.id.expiration.ms, a day. Kafka expires idle producer
+    state instead: the bound now forgets the least recently used idle producer (the oldest last
+    batch timestamp), whose retry is then stored as new, while recent producers keep their
+    duplicate detection, across a clean restart and a SIGKILL."""
+    ibroker.create_topic(topic_name)
+    bound = 10_000   # storage::producers_per_partition_max
+    now_ms = int(time.time() * 1000)
+    # Producer i's batch has timestamp now - bound + i: producer 0 is the least recently used.
+    pids = [1_000_000 + i for i in range(bound + 1)]
+
+    def batch_of(i):
+        return kw.batch([(None, b"v%d" % i, None, now_ms - bound + i)], producer=(pids[i], 0, 0))
+
+    answers = produce_pipelined(ibroker.bootstrap, topic_name, 0, [batch_of(i) for i in range(bound + 1)])
+    assert [e for e, _ in answers if e != 0] == [], answers[-3:]
+    assert [o for _, o in answers] == list(range(bound + 1))
+    # The newest producer's retry is a duplicate: the original offset, nothing stored.
+    newest = batch_of(bound)
+    assert produce_once(ibroker.bootstrap, topic_name, 0, newest) == (0, bound)
+    # Producer 0 was forgotten to make room: its retry is stored again, as after Kafka's expiration.
+    assert produce_once(ibroker.bootstrap, topic_name, 0, batch_of(0)) == (0, bound + 1)
+    # Producer 1 is forgotten in turn (by producer 0's return); producer 2 still remembered.
+    assert produce_once(ibroker.bootstrap, topic_name, 0, batch_of(2)) == (0, 2)
+    # The state (and its bound) survives a clean restart (snapshot) and a SIGKILL (replay).
+    restart(ibroker)
+    assert produce_once(ibroker.bootstrap, topic_name, 0, newest) == (0, bound)
+    assert produce_once(ibroker.bootstrap, topic_name, 0, batch_of(2)) == (0, 2)
+    restart(ibroker, kill=True)
+    assert produce_once(ibroker.bootstrap, topic_name, 0, newest) == (0, bound)
+    assert produce_once(ibroker.bootstrap, topic_name, 0, batch_of(0)) == (0, bound + 1)
+    assert produce_once(ibroker.bootstrap, topic_name, 0, batch_of(1)) == (0, bound + 2)

@@ -347,3 +347,57 @@ def test_offsets_of_an_unknown_partition_are_refused_on_both_doors(tbroker, topi
                           json={"producer_id": pid, "producer_epoch": epoch, "group_id": group,
                                 "offsets": [{"topic": topic_name, "partition": 0, "offset": 3}, entry]})
         assert r.status_code == 404 and r.json()["error_code"] == code, r.text
+
+
+# ---------------------------------------------------------------- the transactional id bound
+
+def test_init_producer_id_past_the_transactional_id_bound_is_refused_with_a_log_line_naming_it(ringlog_bin, tmp_path):
+    """Breaker of session 36 (LOW): past transactional_ids_per_partition_max (100,000 ids in one
+    __transaction_state partition) InitProducerId answered THROTTLING_QUOTA_EXCEEDED and nothing
+    said why: the answer has no message field and no line was logged. The refusal now logs a
+    warning naming the limit, the transactional id and the client."""
+    import struct
+
+    import kafka_wire as kw
+    bound = 100_000
+    b = Broker(tmp_path / "data", kafka_port=free_port(),
+               extra_sets=["transaction.state.log.num.partitions=1", "log.flush.policy=replication"]).start()
+    try:
+        def body(i):
+            return kw.string(f"tid-{i}") + struct.pack(">i", 60000)
+
+        def first_ready():
+            with kw.connect(b.bootstrap) as s:
+                _, answer = kw.exchange(s, 22, 0, 0, body(0))
+            return struct.unpack_from(">h", answer, 4)[0] == 0
+
+        # The coordinator's partition is created and loaded on first use (retriable codes meanwhile).
+        wait_until(first_ready, 30, "the transaction coordinator serving tid-0")
+        errors = {}
+        window = 32
+        socks = [kw.connect(b.bootstrap, timeout=60) for _ in range(4)]
+        try:
+            ids = list(range(1, bound))
+            for start in range(0, bound, window * len(socks)):
+                sent = []
+                for k, s in enumerate(socks):
+                    chunk = ids[start + k * window:start + (k + 1) * window]
+                    s.sendall(b"".join(kw.frame(22, 0, i, body(i)) for i in chunk))
+                    sent.append(chunk)
+                for s, chunk in zip(socks, sent):
+                    for _ in chunk:
+                        size = struct.unpack(">i", kw.read_exact(s, 4))[0]
+                        data = kw.read_exact(s, size)
+                        errors[struct.unpack_from(">i", data)[0]] = struct.unpack_from(">h", data, 8)[0]
+            assert [i for i, e in errors.items() if e != 0] == [], "an id below the bound was refused"
+            _, answer = kw.exchange(socks[0], 22, 0, bound, kw.string("one-too-many") + struct.pack(">i", 60000))
+            assert struct.unpack_from(">h", answer, 4)[0] == 89   # THROTTLING_QUOTA_EXCEEDED
+        finally:
+            for s in socks:
+                s.close()
+        wait_until(lambda: "InitProducerId refused" in b.log_path.read_text(), 10, "the refusal's warning")
+        line = next(x for x in b.log_path.read_text().splitlines() if "InitProducerId refused" in x)
+        assert "transactional_ids_per_partition_max (100000)" in line, line
+        assert "one-too-many" in line and "transactional.id.expiration.ms" in line, line
+    finally:
+        assert b.stop() == 0

@@ -149,22 +149,52 @@ TEST_CASE("producer_state: unknown producers start at any sequence (KIP-360); se
   CHECK(bad.error().code == errc::corrupt_message);
 }
 
-TEST_CASE("producer_state: the per-partition bound refuses a new producer with a clear error, expiration frees it") {
+TEST_CASE("producer_state: past the per-partition bound the least recently used idle producer makes room") {
+  // Breaker of session 36: the 10,001st producer of a partition was refused until
+  // producer.id.expiration.ms (a day) passed. Now it takes the place of the one that
+  // expiration would forget first (the oldest last timestamp), and the bound holds.
   producer_state s;
   for (size_t i = 0; i < producers_per_partition_max; ++i) {
-    s.update(header_of(idempotent_batch(static_cast<int64_t>(i), 0, 0, 1, 0, t0), static_cast<int64_t>(i)), t0);
+    const auto id = static_cast<int64_t>(i);
+    s.update(header_of(idempotent_batch(id, 0, 0, 1, 0, t0 + id), id), t0);
   }
-  auto refused = s.check(header_of(idempotent_batch(1'000'000, 0, 0, 1, 0), 0));
-  REQUIRE(!refused.ok());
-  CHECK(refused.error().code == errc::too_many_producers);
-  CHECK(refused.error().message.find("producers_per_partition_max") != std::string::npos);
-  // Known producers still pass.
-  CHECK(s.check(header_of(idempotent_batch(5, 0, 1, 1, 1), 0)).ok());
-  // One producer wrote later; after producer.id.expiration.ms the others go.
-  s.update(header_of(idempotent_batch(5, 0, 1, 1, 1, t0 + 5000), 99999), t0 + 5000);
-  CHECK(s.remove_expired(t0 + 1000, 1000) == producers_per_partition_max - 1);
-  CHECK(s.producers().size() == 1);
-  CHECK(s.check(header_of(idempotent_batch(1'000'000, 0, 0, 1, 0), 0)).ok());
+  // Producer 0 writes again: producer 1 is now the least recently used.
+  const auto max = static_cast<int64_t>(producers_per_partition_max);
+  s.update(header_of(idempotent_batch(0, 0, 1, 1, 1, t0 + max), max), t0);
+  auto newcomer = header_of(idempotent_batch(1'000'000, 0, 0, 1, 0, t0 + max + 1), max + 1);
+  auto checked = s.check(newcomer);
+  REQUIRE(checked.ok());
+  CHECK(!checked.value());
+  s.update(newcomer, t0);
+  CHECK(s.producers().size() == producers_per_partition_max);
+  CHECK(s.find(model::producer_id{1}) == nullptr);
+  CHECK(s.find(model::producer_id{0}) != nullptr);
+  CHECK(s.find(model::producer_id{1'000'000}) != nullptr);
+  // The newcomer's retry is still a duplicate; the next newcomer evicts producer 2.
+  auto retry = s.check(newcomer);
+  REQUIRE(retry.ok());
+  CHECK(retry.value());
+  s.update(header_of(idempotent_batch(1'000'001, 0, 0, 1, 0, t0 + max + 2), max + 2), t0);
+  CHECK(s.find(model::producer_id{2}) == nullptr);
+  CHECK(s.producers().size() == producers_per_partition_max);
+  // A newcomer whose timestamp is the oldest of all is kept (producer 3 goes, not it).
+  s.update(header_of(idempotent_batch(1'000'002, 0, 0, 1, 0, t0 - 5), max + 3), t0);
+  CHECK(s.find(model::producer_id{1'000'002}) != nullptr);
+  CHECK(s.find(model::producer_id{3}) == nullptr);
+  // The snapshot reads back the same state, eviction order included: the next newcomer evicts
+  // the same producer in both (the oldest, the newcomer of t0 - 5, now that it is not new).
+  auto back = producer_state::decode_snapshot(s.encode_snapshot(model::offset{max + 4}));
+  REQUIRE(back.ok());
+  CHECK(back->second == s);
+  auto next = header_of(idempotent_batch(1'000'003, 0, 0, 1, 0, t0 + max + 4), max + 4);
+  s.update(next, t0);
+  back->second.update(next, t0);
+  CHECK(back->second == s);
+  CHECK(s.find(model::producer_id{1'000'002}) == nullptr);
+  // Expiration still forgets idle producers, oldest first, and keeps the recent ones.
+  CHECK(s.remove_expired(t0 + max + 1000, 1000) == producers_per_partition_max - 3);
+  CHECK(s.producers().size() == 3);
+  CHECK(s.find(model::producer_id{1'000'003}) != nullptr);
 }
 
 TEST_CASE("producer snapshot: round trip, clipped, corrupt CRC, unknown version, trailing bytes") {

@@ -276,6 +276,28 @@ TEST_CASE("producer_state: transactions open at their first batch, end at a mark
   CHECK(s.first_unstable_offset() == model::offset{8});
 }
 
+TEST_CASE("producer_state: at the bound a new producer is refused only while every known one is inside a transaction") {
+  producer_state s;
+  const auto max = static_cast<int64_t>(producers_per_partition_max);
+  for (int64_t id = 0; id < max; ++id) s.update(header_at(producer_batch_of(id, 0, 0, 1, 0), id), t0);
+  auto refused = s.check(header_at(producer_batch_of(max, 0, 0, 1, 0, false), max));
+  REQUIRE(!refused.ok());
+  CHECK(refused.error().code == errc::too_many_producers);
+  CHECK(refused.error().message.find("producers_per_partition_max") != std::string::npos);
+  CHECK(refused.error().message.find("open transaction") != std::string::npos);
+  // Producer 7's transaction ends: it is idle now, and the newcomer takes its place.
+  REQUIRE(s.end_txn(marker_header(7, 0, max), {codec::control_type::commit, 0}, t0));
+  auto newcomer = header_at(producer_batch_of(max, 0, 0, 1, 0, false), max + 1);
+  REQUIRE(s.check(newcomer).ok());
+  s.update(newcomer, t0);
+  CHECK(s.producers().size() == producers_per_partition_max);
+  CHECK(s.find(model::producer_id{7}) == nullptr);
+  CHECK(s.ongoing_transactions().size() == producers_per_partition_max - 1);
+  auto back = producer_state::decode_snapshot(s.encode_snapshot(model::offset{max + 2}));
+  REQUIRE(back.ok());
+  CHECK(back->second == s);
+}
+
 TEST_CASE("producer snapshot v2 keeps open transactions and coordinator epochs; version 1 files still read") {
   producer_state s;
   s.update(header_at(producer_batch_of(1, 0, 0, 2, 0), 0), t0);

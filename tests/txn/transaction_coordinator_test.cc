@@ -468,3 +468,20 @@ TEST_CASE("KIP-890 part 1: verify_partition confirms only partitions of the prod
   CHECK(d.c.verify_partition("t", end->producer_id, end->producer_epoch, tp("b", 0)).error().code ==
         errc::invalid_txn_state);
 }
+
+TEST_CASE("a new transactional id past transactional_ids_per_partition_max is refused with a message naming the limit") {
+  driver d;
+  for (size_t i = 0; i < limits::transactional_ids_per_partition_max; ++i) {
+    auto r = d.c.init_producer_id("id-" + std::to_string(i), 60000, std::nullopt, P(static_cast<int64_t>(i)), d.now);
+    REQUIRE(r.ok());
+  }
+  auto refused = d.c.init_producer_id("one-too-many", 60000, std::nullopt, P(1'000'000), d.now);
+  REQUIRE(!refused.ok());
+  CHECK(refused.error().code == errc::too_many_transactional_ids);
+  const std::string& m = refused.error().message;
+  CHECK(m.find("transactional id 'one-too-many'") != std::string::npos);
+  CHECK(m.find("transactional_ids_per_partition_max (100000)") != std::string::npos);
+  CHECK(m.find("transactional.id.expiration.ms") != std::string::npos);
+  // A known id is still served.
+  CHECK(d.c.init_producer_id("id-7", 60000, std::nullopt, std::nullopt, d.now).error().code == errc::concurrent_transactions);
+}

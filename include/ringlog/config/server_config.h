@@ -183,6 +183,11 @@ struct server_config {
   int32_t quota_window_num = 11;                        // quota.window.num: samples
   int32_t quota_window_size_seconds = 1;                // quota.window.size.seconds: each sample's span
   int32_t socket_request_max_bytes = 104857600;         // socket.request.max.bytes (Kafka's default)
+  /// queued.max.request.bytes: request frames being read or handled, every Kafka listener
+  /// together (Kafka's memory pool, KIP-72). Kafka's default -1 is unbounded; 512 MiB holds five
+  /// frames of the largest socket.request.max.bytes at once and bounds what slow senders of large
+  /// frames can make the broker hold (20 connections each sending 90 MB held about 2 GB before).
+  int64_t queued_max_request_bytes = 536870912;
   bool kafka_fetch_zero_copy = true;                    // kafka.fetch.zero.copy: sendfile Fetch record sets
   bool process_role_broker = true;                      // process.roles contains "broker"
   bool process_role_controller = true;                  // process.roles contains "controller"

@@ -20,7 +20,12 @@
 //     whose client does not throttle itself is also held back that long before it is sent;
 //   - bounded memory: reading pauses while constants::connection_in_flight_requests_max requests
 //     are unanswered or constants::connection_held_bytes_max bytes of requests and unsent
-//     responses are held (TCP backpressure reaches a client that does not read).
+//     responses are held (TCP backpressure reaches a client that does not read);
+//   - bounded memory of every Kafka listener together (queued.max.request.bytes,
+//     listener_options::request_pool): a frame's declared size is reserved from the shared pool
+//     before its body is read, and given back when it is answered; a frame that does not fit
+//     waits (the connection stops reading) until room is given back; a frame larger than the
+//     whole pool closes the connection with a log line naming the key.
 // Connections are accepted on shard 0 and spread over all shards round-robin; Asio lives in
 // listener.cc only.
 
@@ -32,6 +37,7 @@
 #include "ringlog/kafka/request_handler.h"
 #include "ringlog/runtime/shard_threads.h"
 #include "ringlog/runtime/connection_limits.h"
+#include "ringlog/runtime/request_memory_pool.h"
 #include "ringlog/runtime/tls.h"
 #include "ringlog/security/jwt.h"
 #include "ringlog/security/ssl_principal_mapper.h"
@@ -87,6 +93,8 @@ struct listener_options {
   /// max.connections, max.connections.per.ip, max.connection.creation.rate (runtime/connection_limits.h);
   /// nullptr = unlimited.
   std::shared_ptr<runtime::connection_limits> limits;
+  /// queued.max.request.bytes: one pool shared by every Kafka listener; nullptr = no bound.
+  std::shared_ptr<runtime::request_memory_pool> request_pool;
 };
 
 class listener {

@@ -10,11 +10,14 @@
 //   - a new epoch must start at sequence 0, the same epoch must continue at last sequence + 1
 //     (wrapping after INT32_MAX to 0): otherwise out_of_order_sequence_number;
 //   - a producer id with no state here is accepted at any sequence (Kafka since KIP-360: its
-//     state may have been removed with the segments that held it), unless
-//     producers_per_partition_max producers are known already (too_many_producers).
+//     state may have been removed with the segments that held it). When
+//     producers_per_partition_max producers are known already, storing its batch forgets the
+//     least recently used idle producer (no open transaction; the oldest last_timestamp, then
+//     the lowest id): the one producer.id.expiration.ms would expire first. Only when every known
+//     producer is inside an open transaction is the new one refused (too_many_producers).
 // Followers and recovery call update() for every stored batch, without checks, so every replica
-// rebuilds the same state from the log. Producers whose last batch is older than
-// producer.id.expiration.ms are forgotten by remove_expired().
+// rebuilds the same state from the log (the same eviction included). Producers whose last batch
+// is older than producer.id.expiration.ms are forgotten by remove_expired().
 //
 // Transactions (KIP-98; Kafka's ProducerStateEntry.currentTxnFirstOffset and ongoingTxns):
 // a transactional batch opens its producer's transaction on this partition at its base offset
@@ -54,7 +57,9 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
+#include <utility>
 
 #include "ringlog/codec/record_batch.h"
 #include "ringlog/model/record.h"
@@ -68,9 +73,12 @@ namespace ringlog::storage {
 /// (max.in.flight.requests.per.connection <= 5), so a retry is always one of the last 5.
 inline constexpr size_t producer_batches_retained = 5;
 /// Producers one partition remembers at most (each costs about 250 bytes in memory and in every
-/// snapshot). Kafka has no bound; 10,000 live producers writing to one partition is far beyond
-/// what a partition serves, and it bounds a snapshot to about 2.5 MB. A new producer past it is
-/// refused with too_many_producers (clients see THROTTLING_QUOTA_EXCEEDED, as with KIP-936).
+/// snapshot). Kafka has no bound but expires idle producers (producer.id.expiration.ms); 10,000
+/// live producers writing to one partition is far beyond what a partition serves, and it bounds
+/// a snapshot to about 2.5 MB. A new producer past it takes the place of the least recently used
+/// idle one (its retries are then accepted as new batches, as after Kafka's expiration); only
+/// when all of them are inside open transactions is it refused with too_many_producers (clients
+/// see THROTTLING_QUOTA_EXCEEDED, as with KIP-936).
 inline constexpr size_t producers_per_partition_max = 10'000;
 /// Version written in snapshot files (2: transactions); version 1 files are still read.
 inline constexpr int16_t producer_snapshot_version = 2;
@@ -163,6 +171,7 @@ class producer_state {
   void clear() {
     producers_.clear();
     ongoing_.clear();
+    idle_.clear();
   }
   [[nodiscard]] const std::map<int64_t, producer_entry>& producers() const { return producers_; }
   [[nodiscard]] const producer_entry* find(model::producer_id id) const;
@@ -180,6 +189,18 @@ class producer_state {
   /// Open transactions, first offset -> producer id (Kafka's ongoingTxns): mirrors
   /// producers_[id].current_txn_first_offset so first_unstable_offset() is one lookup.
   std::map<int64_t, int64_t> ongoing_;
+  /// Producers without an open transaction, least recently used first: (last_timestamp_ms,
+  /// producer id). Mirrors producers_ so eviction and expiration take the oldest in O(log n).
+  std::set<std::pair<int64_t, int64_t>> idle_;
+
+  /// The entry of `id` and whether it is new; an existing one leaves idle_ until reindex().
+  std::pair<producer_entry*, bool> touch(int64_t id);
+  /// Puts `id` back in idle_ when it has no open transaction (after its entry changed).
+  void reindex(int64_t id, const producer_entry& entry);
+  /// Past producers_per_partition_max: forgets the least recently used idle producer other than
+  /// `added` (just created); `added` itself only when no other is idle and it is. Inside open
+  /// transactions nothing is forgotten (the leader's check() refused that case already).
+  void make_room(int64_t added);
 };
 
 }  // namespace ringlog::storage
