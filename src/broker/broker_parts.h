@@ -36,6 +36,7 @@
 #include "txn_service.h"
 #include "ringlog/base/assert.h"
 #include "ringlog/base/constants.h"
+#include "ringlog/storage/meta_properties.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/controller/metadata_quorum.h"
 #include "ringlog/partition/partition_manager.h"
@@ -112,6 +113,11 @@ class broker_parts final : public metadata_publisher_host {
   // start_async's steps, in order, each on the controller shard.
   /// The log directory checked, the metadata quorum started, the cluster transport serving.
   result<void> start_quorum();
+  /// start_quorum's check of meta.properties: the file it writes once caught up (a directory
+  /// without one where other voters exist), nullopt when it is there or was written now (a lone
+  /// voter). Errors: invalid_config when the file names another cluster.id or node.id.
+  result<std::optional<storage::meta_properties>> check_data_directory();
+  bool meta_properties_pending_ = false;   // controller shard: check_data_directory set one
   using waiting_step = std::function<void(int64_t, std::function<void(result<void>)>)>;
   /// Runs a waiting step given metadata_catch_up_timeout_ms from now.
   void run_start_step(waiting_step step, std::function<void(result<void>)> done);

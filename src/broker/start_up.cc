@@ -7,6 +7,8 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "broker_parts.h"
@@ -60,11 +62,8 @@ result<void> broker_parts::start_quorum() {
   RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
   auto made = deps_.fs.make_directories(config_.log_dir);
   if (!made.ok()) return error{errc::kafka_storage_error, made.error().message};
-  // The directory must be this cluster's and this node's (KIP-631 meta.properties).
-  if (auto meta = storage::check_meta_properties(deps_.fs, config_.log_dir, config_.cluster_id, config_.node_id);
-      !meta.ok()) {
-    return from_storage(meta.error());
-  }
+  auto pending_meta = check_data_directory();
+  if (!pending_meta.ok()) return pending_meta.error();
   lifecycle_.new_incarnation();
   // The metadata quorum: one voter (this node) unless controller.quorum.voters names more. Its
   // start loads the snapshot and, for a directory of the single-node ringlog, the old history
@@ -79,6 +78,7 @@ result<void> broker_parts::start_quorum() {
   qc.election_backoff_max_ms = config_.controller_quorum_election_backoff_max_ms;
   qc.log_dir = config_.log_dir;
   qc.log_dir_failures = deps_.log_dir_failures;
+  qc.meta_properties_once_caught_up = *pending_meta;
   quorum_ = std::make_unique<controller::metadata_quorum>(qc, deps_.fs, deps_.runtime, controller_shard, deps_.clock,
                                                           deps_.cluster_transport, publisher_);
   if (deps_.cluster_transport != nullptr) register_cluster_handlers();
@@ -90,6 +90,34 @@ result<void> broker_parts::start_quorum() {
   if (deps_.cluster_transport != nullptr) fetch_router_.share_fetch_handler();
   if (deps_.start_cluster_transport) deps_.start_cluster_transport();
   return base::ok_v;
+}
+
+result<std::optional<storage::meta_properties>> broker_parts::check_data_directory() {
+  // The directory must be this cluster's and this node's (KIP-631 meta.properties).
+  const auto& voters = deps_.controller_quorum_voters;
+  const bool lone_voter = voters.empty() || (voters.size() == 1 && voters.contains(config_.node_id));
+  auto existing = storage::read_meta_properties(deps_.fs, config_.log_dir);
+  if (!existing.ok()) return from_storage(existing.error());
+  if (lone_voter || existing->has_value()) {
+    // A lone voter formats its directory at once (the one-command start): it needs nobody's vote.
+    auto meta = storage::check_meta_properties(deps_.fs, config_.log_dir, config_.cluster_id, config_.node_id);
+    if (!meta.ok()) return from_storage(meta.error());
+    return std::optional<storage::meta_properties>{};
+  }
+  // No meta.properties and other voters: a new node, or one whose disk was lost. It is written once
+  // this node caught up with a leader (which also confirms cluster.id: a leader of another cluster
+  // refuses the fetches); until then the node's vote is restricted (raft/node.h).
+  meta_properties_pending_ = true;
+  const bool voter = voters.contains(config_.node_id);
+  broker_log(deps_.log).info(
+      "node " + std::to_string(config_.node_id) + ": the data directory " + config_.log_dir +
+      " has no meta.properties (a new node, or one whose disk was lost): it is written once this node has "
+      "caught up with the metadata quorum's leader, confirming cluster.id=" + config_.cluster_id +
+      (voter ? "; while its own metadata log is empty this voter grants no vote to a candidate with a non-empty "
+               "metadata log (a voter that lost its log must not help a stale voter win and drop committed "
+               "metadata, Raft section 5.4, KIP-853)"
+             : ""));
+  return std::optional<storage::meta_properties>{storage::meta_properties{1, config_.cluster_id, config_.node_id}};
 }
 
 void broker_parts::register_cluster_handlers() {
@@ -191,7 +219,15 @@ void broker_parts::start_coordinators(std::function<void(result<void>)> done) {
 void broker_parts::catch_up_with_metadata(int64_t deadline_ms, std::function<void(result<void>)> done) {
   RINGLOG_ASSERT_OP(deps_.runtime.current_shard(), ==, controller_shard);
   const controller::quorum_description d = quorum_->describe();
-  if (d.leader_id >= 0 && d.high_watermark > 0 && d.applied_end_offset >= d.high_watermark) {
+  if (d.leader_id >= 0 && d.high_watermark > 0 && d.applied_end_offset >= d.high_watermark &&
+      !d.awaiting_first_catch_up) {
+    if (std::exchange(meta_properties_pending_, false)) {
+      broker_log(deps_.log).info("node " + std::to_string(config_.node_id) +
+                                 " caught up with the metadata quorum's leader " + std::to_string(d.leader_id) +
+                                 " (high watermark " + std::to_string(d.high_watermark) + "): meta.properties written (cluster.id=" +
+                                 config_.cluster_id + ", node.id=" + std::to_string(config_.node_id) +
+                                 "); it votes and stands for election like any voter from now on");
+    }
     // Entries applied so far are queued for publication: done once they are published.
     const int64_t offset = publisher_.controller_view()->image->offset();
     if (offset < 0 || offset < publisher_.apply_queue().applied_end()) return done(base::ok_v);
@@ -203,7 +239,12 @@ void broker_parts::catch_up_with_metadata(int64_t deadline_ms, std::function<voi
                       "node " + std::to_string(d.cluster_id_refused_by) +
                           " refused this node's requests with INCONSISTENT_CLUSTER_ID: its cluster.id is not this "
                           "node's '" + config_.cluster_id +
-                          "' (meta.properties in log.dirs pins it); give every node of the cluster the same cluster.id"});
+                          "'; give every node of the cluster the same cluster.id (a running node shows it: GET /v3/clusters, "
+                          "or the cluster.id line of its meta.properties)" +
+                          (meta_properties_pending_ ? std::string("; nothing was pinned in ") + config_.log_dir +
+                                                          " (meta.properties is written once a leader answers), so a "
+                                                          "restart with the right cluster.id works"
+                                                    : std::string(" (meta.properties in log.dirs pins it)"))});
   }
   if (deps_.clock.monotonic_ms() >= deadline_ms) {
     return done(error{errc::not_controller,

@@ -163,7 +163,9 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
     const int64_t now = now_ms();
     // Correlation ids of a new incarnation must not match responses meant for an old one.
     const int64_t first_correlation_id = now * 1024;
-    node = std::make_unique<raft::node>(rc, loaded.state, random, now, first_correlation_id);
+    raft::persisted_state state = loaded.state;
+    state.awaiting_first_catch_up = config.meta_properties_once_caught_up.has_value();
+    node = std::make_unique<raft::node>(rc, std::move(state), random, now, first_correlation_id);
     if (transport != nullptr) register_handlers();
     started = true;
     drive();
@@ -386,6 +388,15 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
     }
     for (auto& w : fx.log_writes) {
       if (!write_log(w)) return false;
+    }
+    // Before anything leaves or is applied: a commit seen outside implies the record is durable.
+    if (fx.caught_up_first_time && config.meta_properties_once_caught_up) {
+      // The wait of a directory formatted on this start ends for good (meta.properties.h).
+      if (auto written = storage::write_meta_properties(fs, config.log_dir, *config.meta_properties_once_caught_up);
+          !written.ok()) {
+        fail(written.error().message);
+        return false;
+      }
     }
     for (auto& m : fx.messages) send(std::move(m));
     if (fx.apply_snapshot) {
@@ -616,6 +627,7 @@ struct metadata_quorum::impl : std::enable_shared_from_this<metadata_quorum::imp
     }
     d.observer = node->is_observer();
     d.cluster_id_refused_by = node->cluster_id_refused_by().value();
+    d.awaiting_first_catch_up = node->awaiting_first_catch_up();
     if (leading && fetches_epoch == node->epoch()) {
       for (const auto& [id, f] : fetches) {
         if (config.voters.contains(id)) continue;

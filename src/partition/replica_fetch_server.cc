@@ -103,17 +103,18 @@ void replica_fetch_server::handle_replica_fetch(const protocol::request_header_d
         continue;
       }
       const size_t shard = host_.replica_shard(topic->name, part.partition);
-      runtime_.post(shard, [this, shard, name = topic->name, part, replica_id, wait_ms, finish]() mutable {
+      runtime_.post(shard, [this, shard, name = topic->name, part, replica_id,
+                            replica_epoch = request.replica_state.replica_epoch, wait_ms, finish]() mutable {
         auto rt = host_.replica_on_shard(shard, name, part.partition);
         if (!rt) return finish(partition_error(part.partition, code_not_leader_or_follower));
-        serve_replica_fetch(shard, rt, replica_id, part, wait_ms, std::move(finish));
+        serve_replica_fetch(shard, rt, replica_id, replica_epoch, part, wait_ms, std::move(finish));
       });
     }
   }
 }
 
 void replica_fetch_server::serve_replica_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt,
-                                               int32_t replica_id,
+                                               int32_t replica_id, int64_t replica_epoch,
                                                const protocol::fetch_request_data::fetch_partition& request,
                                                int64_t wait_ms,
                                                std::function<void(protocol::fetch_response_data::partition_data)> done) {
@@ -155,7 +156,7 @@ void replica_fetch_server::serve_replica_fetch(size_t shard, const std::shared_p
     out.error_code = code_offset_out_of_range;
     return done(std::move(out));
   }
-  if (rt->leader->on_fetch(replica_id, fetch_offset, rt->log->log_end_offset(), clock_.monotonic_ms())) {
+  if (rt->leader->on_fetch(replica_id, fetch_offset, rt->log->log_end_offset(), clock_.monotonic_ms(), replica_epoch)) {
     rt->update_high_watermark();
     maybe_change_isr(shard, rt);
   }
@@ -213,11 +214,15 @@ void replica_fetch_server::maybe_change_isr(size_t shard, const std::shared_ptr<
   if (!rt->leader || rt->deleted || cluster_transport_ == nullptr) return;
   // KIP-841: a fenced or stopping broker is not proposed (the controller refuses it, and the
   // same refused proposal would hold back every other follower's joining, e.g. a move's new replica).
+  // KIP-903: nor one whose fetches were not sent by its current registration - a broker that
+  // restarted, maybe with an empty disk, while this leader still knew how far its previous
+  // process had fetched (its registration took it out of the ISR, rejoin_partitions).
   const auto image = host_.replication_image();
+  const auto& leader = *rt->leader;
   auto change = rt->leader->isr_change(clock_.monotonic_ms(), settings_.isr_lag_time_max_ms, rt->log->log_end_offset(),
-                                       rt->log->high_watermark(), rt->epoch_start_offset, [&image](int32_t id) {
+                                       rt->log->high_watermark(), rt->epoch_start_offset, [&image, &leader](int32_t id) {
     const auto* b = image->find_broker(id);
-    return b != nullptr && !b->fenced && !b->in_controlled_shutdown;
+    return b != nullptr && !b->fenced && !b->in_controlled_shutdown && leader.fetched_under(id, b->broker_epoch);
   });
   if (!change) return;
   rt->leader->proposal_sent(*change);

@@ -126,6 +126,10 @@ void replica_fetcher::send_follower_fetch(size_t shard, std::weak_ptr<partition_
   }
   protocol::fetch_request_data request;
   request.replica_state.replica_id = settings_.node_id;
+  // KIP-903: the leader counts this process's fetches toward the ISR only under its registration.
+  if (const auto* me = host_.replication_image()->find_broker(settings_.node_id); me != nullptr) {
+    request.replica_state.replica_epoch = me->broker_epoch;
+  }
   request.max_wait_ms = static_cast<int32_t>(settings_.replica_fetch_wait_max_ms);
   request.min_bytes = 1;
   request.max_bytes = settings_.replica_fetch_max_bytes;

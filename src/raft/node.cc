@@ -14,6 +14,7 @@
 //   RINGLOG_RAFT_BREAK_GRANT_TWO_VOTES_PER_EPOCH  a voter ignores that it already voted this epoch
 //   RINGLOG_RAFT_BREAK_COUNT_UNSYNCED_LEADER      the leader counts its own entries before fsync
 //   RINGLOG_RAFT_BREAK_COUNT_OBSERVERS            the leader counts observers toward the majority
+//   RINGLOG_RAFT_BREAK_VOTE_AFTER_DISK_LOSS       an empty voter awaiting its first catch-up votes as any
 
 namespace ringlog::raft {
 
@@ -60,6 +61,9 @@ node::node(config cfg, persisted_state state, random_source& random, int64_t now
       snapshot_payload_(std::move(state.snapshot_payload)) {
   RINGLOG_ASSERT(validate(cfg_).empty(), "invalid raft config");
   std::sort(cfg_.voters.begin(), cfg_.voters.end());
+  // A lone voter's vote is the whole quorum: nothing it lost can have been held by anyone else.
+  awaiting_first_catch_up_ =
+      state.awaiting_first_catch_up && !(cfg_.voters.size() == 1 && cfg_.voters.front() == cfg_.self);
   for (auto& e : state.entries) {
     if (e.offset_ >= log_.log_start_offset()) {
       log_.append(std::move(e));
@@ -233,6 +237,7 @@ void node::on_append_fsynced(offset_and_epoch position) {
   if (position.end_offset == log_.log_end_offset()) {
     unsynced_writes_ = false;
   }
+  maybe_finish_first_catch_up();
   if (role_ == role::leader) {
     maybe_advance_high_watermark_as_leader();
   } else {
@@ -447,6 +452,21 @@ bool node::heard_from_leader_recently() const {
   return role_ == role::follower && leader_heard_ms_ != never_ms && now_ms_ - leader_heard_ms_ < cfg_.fetch_timeout_ms;
 }
 
+bool node::may_vote_for_log_ending_at(offset last_offset) const {
+  // persisted_state::awaiting_first_catch_up: a voter that may have lost its disk and holds
+  // nothing yet votes only for a candidate with an empty log (a new cluster's first election,
+  // where no entry can have been committed yet). Once it holds entries (it fetched from a leader
+  // in this life) it votes by §5.4.1 again: holding it longer (until caught up, and not standing
+  // meanwhile) was measured to deadlock a new cluster whose first leader died before its first
+  // commit (every voter then awaits, some holding its LeaderChange entry; 19 of 150 seeds of
+  // raft_sim --disk-loss); the price is the double fault left open (a voter refetching after a
+  // lost disk when the leader fails too, 1 of 2000 seeds; README "A node whose disk is lost").
+#ifdef RINGLOG_RAFT_BREAK_VOTE_AFTER_DISK_LOSS
+  return true;
+#endif
+  return !awaiting_first_catch_up_ || log_.log_end_offset() > offset{0} || last_offset == offset{0};
+}
+
 void node::refuse_own_candidacy(const message& m, const vote_request& r) {
   // No state change: neither the epoch nor the vote moves for a request this node did not send.
   const errc code = r.cluster_id != cfg_.cluster_id   ? errc::inconsistent_cluster_id
@@ -477,7 +497,8 @@ void node::handle_vote_request(const message& m, const vote_request& r) {
   }
   if (r.pre_vote) {
     // KIP-996: no state change; refuse while a live leader is known (check-quorum's partner).
-    reply(errc::none, !heard_from_leader_recently() && log_up_to_date(r.last_offset_epoch, r.last_offset));
+    reply(errc::none, !heard_from_leader_recently() && log_up_to_date(r.last_offset_epoch, r.last_offset) &&
+                          may_vote_for_log_ending_at(r.last_offset));
     return;
   }
   if (r.candidate_epoch > quorum_.epoch) {
@@ -492,7 +513,7 @@ void node::handle_vote_request(const message& m, const vote_request& r) {
     free_to_vote = quorum_.leader_id == no_node && role_ != role::candidate && role_ != role::leader;
 #endif
     grant = free_to_vote && role_ != role::candidate && role_ != role::leader &&
-            log_up_to_date(r.last_offset_epoch, r.last_offset);
+            log_up_to_date(r.last_offset_epoch, r.last_offset) && may_vote_for_log_ending_at(r.last_offset);
   }
   if (grant) {
     persist({quorum_.epoch, no_node, r.candidate_id});
@@ -717,6 +738,8 @@ void node::maybe_advance_high_watermark_as_leader() {
   }
 #endif
   advance_high_watermark(replicated);
+  note_catch_up_target(replicated);   // an entry of this leader's epoch is committed
+  maybe_finish_first_catch_up();
   answer_parked_fetches(true);
 }
 
@@ -925,6 +948,13 @@ void node::handle_fetch_response(const message& m, const fetch_response& r) {
   if (hw > high_watermark_) {
     advance_high_watermark(hw);
   }
+  if (r.high_watermark > log_.log_start_offset() && r.high_watermark <= log_.log_end_offset() &&
+      log_.epoch_at(r.high_watermark - 1) == quorum_.epoch) {
+    // The leader's high watermark covers an entry of its own epoch, so every entry committed
+    // before its election (it holds them all, Raft §5.4.3), and our log holds it too.
+    note_catch_up_target(r.high_watermark);
+  }
+  maybe_finish_first_catch_up();
   maybe_send_next_fetch();
 }
 
@@ -1090,6 +1120,22 @@ void node::advance_high_watermark(offset new_high_watermark) {
   }
   high_watermark_ = new_high_watermark;
   effects_.high_watermark = high_watermark_;
+}
+
+void node::note_catch_up_target(offset target) {
+  if (awaiting_first_catch_up_ && target > catch_up_target_) {
+    catch_up_target_ = target;
+  }
+}
+
+void node::maybe_finish_first_catch_up() {
+  // Only what is durable counts: after a crash the node is rebuilt from its durable log, and the
+  // driver records the end of the wait durably too.
+  if (!awaiting_first_catch_up_ || catch_up_target_ <= offset{0} || durable_end_ < catch_up_target_) {
+    return;
+  }
+  awaiting_first_catch_up_ = false;
+  effects_.caught_up_first_time = true;
 }
 
 void node::send(node_id to, int64_t correlation_id, message_body body) {

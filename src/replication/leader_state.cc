@@ -23,6 +23,11 @@ const follower_state* leader_state::follower(int32_t replica) const {
   return nullptr;
 }
 
+bool leader_state::fetched_under(int32_t replica, int64_t broker_epoch) const {
+  const follower_state* f = follower(replica);
+  return f != nullptr && f->broker_epoch == broker_epoch;
+}
+
 void leader_state::set_committed(std::vector<int32_t> replicas, std::vector<int32_t> isr, int64_t now_ms) {
   RINGLOG_ASSERT(in(replicas, self_), "the leader is one of the partition's replicas");
   std::vector<follower_state> next;
@@ -45,9 +50,16 @@ void leader_state::set_committed(std::vector<int32_t> replicas, std::vector<int3
   pending_.reset();
 }
 
-bool leader_state::on_fetch(int32_t replica, model::offset fetch_offset, model::offset leader_end, int64_t now_ms) {
+bool leader_state::on_fetch(int32_t replica, model::offset fetch_offset, model::offset leader_end, int64_t now_ms,
+                            int64_t broker_epoch) {
   for (auto& f : followers_) {
     if (f.replica_id != replica) continue;
+    if (f.broker_epoch != broker_epoch) {
+      // Another process of that broker (KIP-903): where its predecessor's fetches stood says
+      // nothing about this one's log (its disk may be new).
+      f.leader_end_at_last_fetch = model::offset{-1};
+      f.broker_epoch = broker_epoch;
+    }
     // Kafka's Replica.updateFetchState: caught up now when it asks for everything the leader
     // has; caught up at its previous fetch when it now has what the leader had then.
     if (fetch_offset >= leader_end) {

@@ -41,6 +41,7 @@ struct harness {
   bool auto_fsync = true;
   effects last;
   std::vector<log_write> writes;  // every log write so far
+  bool caught_up_first_time = false;  // some effects said so
 
   harness(int self, persisted_state s = {}, int voters = 3) {
     n = std::make_unique<node>(cfg(self, voters), std::move(s), random, 0);
@@ -52,6 +53,7 @@ struct harness {
       if (e.empty()) return;
       for (auto& m : e.messages) outbox.push_back(m);
       for (auto& w : e.log_writes) writes.push_back(w);
+      caught_up_first_time = caught_up_first_time || e.caught_up_first_time;
       const bool persist = e.quorum_state_ && auto_persist;
       const bool fsync = !e.log_writes.empty() && auto_fsync;
       last = std::move(e);
@@ -588,4 +590,114 @@ TEST_CASE("vote: a request naming this node as its candidate is answered, refuse
   h.handle(msg(1, 1, begin_quorum_epoch_request{cluster, node_id{1}, leader_epoch{6}}, 3));
   CHECK(h.outbox.empty());
   CHECK(h.n->epoch() == before.epoch);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A data directory formatted on this start (persisted_state::awaiting_first_catch_up): the voter
+// may have lost its disk, so its vote must not help a stale candidate win (Raft §5.4.1 assumes a
+// voter keeps what it acknowledged; KIP-853's disk-loss problem).
+
+namespace {
+
+persisted_state formatted_now() {
+  persisted_state s;
+  s.awaiting_first_catch_up = true;
+  return s;
+}
+
+bool granted(harness& h) { return std::get<vote_response>(h.take<vote_response>().at(0).body).vote_granted; }
+
+}  // namespace
+
+TEST_CASE("disk loss: a voter awaiting its first catch-up votes only for a candidate with an empty log") {
+  harness h(2, formatted_now());
+  CHECK(h.n->awaiting_first_catch_up());
+  // Committed {A=1, B=2} at offset 5, B lost its disk, stale C=3 ends at 3: it must not win with B.
+  h.handle(msg(3, 2, vote(3, 3, 2, 3, true)));
+  CHECK_FALSE(granted(h));
+  h.handle(msg(3, 2, vote(3, 3, 2, 3)));
+  CHECK_FALSE(granted(h));
+  CHECK(h.n->epoch() == leader_epoch{3});   // the epoch still moves (§5.1), the vote is not given
+  CHECK(h.n->quorum().voted_id == no_node);
+  // A new cluster's first election: every log is empty, the vote is granted as always.
+  h.handle(msg(1, 2, vote(1, 4, 0, 0, true)));
+  CHECK(granted(h));
+  h.handle(msg(1, 2, vote(1, 4, 0, 0)));
+  CHECK(granted(h));
+  CHECK_FALSE(h.caught_up_first_time);
+}
+
+TEST_CASE("disk loss: the wait ends once the durable log holds a leader's high watermark of its own epoch") {
+  harness h(2, formatted_now());
+  h.auto_fsync = false;
+  h.handle(msg(1, 2, begin_quorum_epoch_request{cluster, node_id{1}, leader_epoch{3}}));
+  REQUIRE(h.n->role() == role::follower);
+  auto f = h.take<fetch_request>(1);
+  REQUIRE(f.size() == 1);
+  // The leader's high watermark 2 covers entries of epoch 1 only (its own LeaderChange is not
+  // committed yet): entries committed before its election may lie above it. Not caught up.
+  fetch_response older;
+  older.high_watermark = offset{2};
+  older.current_leader = {node_id{1}, leader_epoch{3}};
+  older.records = {data(0, 1), data(1, 1), data(2, 1), data(3, 3)};
+  h.handle(msg(1, 2, older, f[0].correlation_id));
+  h.n->on_append_fsynced(h.n->log().end_position());
+  h.pump();
+  CHECK(h.n->awaiting_first_catch_up());
+  f = h.take<fetch_request>(1);
+  REQUIRE_FALSE(f.empty());
+  // Now the leader's high watermark 5 covers offset 4, of its epoch 3: caught up once offset 4
+  // is durable here too.
+  fetch_response current;
+  current.high_watermark = offset{5};
+  current.current_leader = {node_id{1}, leader_epoch{3}};
+  current.records = {data(4, 3)};
+  h.handle(msg(1, 2, current, f.back().correlation_id));
+  CHECK(h.n->high_watermark() == offset{5});
+  CHECK_FALSE(h.caught_up_first_time);
+  CHECK(h.n->awaiting_first_catch_up());
+  h.n->on_append_fsynced(h.n->log().end_position());
+  h.pump();
+  CHECK(h.caught_up_first_time);
+  CHECK_FALSE(h.n->awaiting_first_catch_up());
+  // From now on it votes by §5.4.1 alone: an up-to-date candidate with a log gets the vote.
+  h.handle(msg(3, 2, vote(3, 4, 3, 5)));
+  CHECK(granted(h));
+}
+
+TEST_CASE("disk loss: holding entries, a voter awaiting its first catch-up votes by §5.4.1 again") {
+  // A new cluster whose first leader (1) died before its first commit: voter 2 holds the
+  // LeaderChange entry, and voter 3 must be able to win with its vote.
+  harness h(2, formatted_now());
+  h.handle(msg(1, 2, begin_quorum_epoch_request{cluster, node_id{1}, leader_epoch{1}}));
+  auto f = h.take<fetch_request>(1);
+  REQUIRE(f.size() == 1);
+  fetch_response first;
+  first.current_leader = {node_id{1}, leader_epoch{1}};
+  first.records = {entry{offset{0}, leader_epoch{1}, entry_type::leader_change, {}}};
+  h.handle(msg(1, 2, first, f[0].correlation_id));
+  REQUIRE(h.n->log().log_end_offset() == offset{1});
+  CHECK(h.n->awaiting_first_catch_up());
+  h.tick(1'000);   // leader 1 silent for the fetch timeout
+  h.handle(msg(3, 2, vote(3, 2, 1, 1, true)));
+  CHECK(granted(h));
+  h.handle(msg(3, 2, vote(3, 2, 0, 0, true)));   // less up to date than its own log: refused (§5.4.1)
+  CHECK_FALSE(granted(h));
+}
+
+TEST_CASE("disk loss: a new cluster of formatted voters elects a leader, which ends its wait on its first commit") {
+  harness h(1, formatted_now());
+  elect(h);   // its log is empty: it stands, and the empty-logged voters grant it
+  CHECK(h.n->awaiting_first_catch_up());
+  h.handle(msg(2, 1, fetch(2, 1, 1, 1)));   // voter 2 holds the LeaderChange entry: committed
+  CHECK(h.n->high_watermark() == offset{1});
+  CHECK(h.caught_up_first_time);
+  CHECK_FALSE(h.n->awaiting_first_catch_up());
+}
+
+TEST_CASE("disk loss: a lone voter ignores the wait (its vote is the whole quorum)") {
+  harness h(1, formatted_now(), 1);
+  CHECK_FALSE(h.n->awaiting_first_catch_up());
+  CHECK(h.n->role() == role::leader);
+  CHECK_FALSE(h.caught_up_first_time);
 }

@@ -182,3 +182,31 @@ TEST_CASE("delete_records_offset (KIP-107): -1 is the high watermark; above it o
   CHECK_FALSE(delete_records_offset(-2, offset{42}).has_value());
   CHECK(delete_records_offset(-1, offset{0}) == offset{0});      // an empty log: nothing to delete
 }
+
+TEST_CASE("KIP-903: what a broker's previous process fetched does not let its new one join the ISR") {
+  leader_state s(1, {1, 2, 3}, {1, 2, 3}, 0);
+  CHECK(s.on_fetch(2, offset{100}, offset{100}, 10, 40));   // broker 2's process of broker epoch 40
+  CHECK(s.on_fetch(3, offset{100}, offset{100}, 10, 41));
+  CHECK(s.fetched_under(2, 40));
+  // Broker 2 restarts with an empty disk and registers as epoch 50, which takes it out of the ISR.
+  s.set_committed({1, 2, 3}, {1, 3}, 20);
+  CHECK_FALSE(s.fetched_under(2, 50));   // the leader still knows offset 100, of epoch 40
+  auto stale = s.isr_change(30, 30'000, offset{100}, offset{100}, offset{0},
+                            [&s](int32_t id) { return s.fetched_under(id, id == 2 ? 50 : 41); });
+  CHECK_FALSE(stale.has_value());
+  // Its own first fetch names epoch 50 at offset 0: it joins only once it reached the high watermark.
+  CHECK(s.on_fetch(2, offset{0}, offset{100}, 40, 50));
+  CHECK(s.fetched_under(2, 50));
+  auto eligible = [&s](int32_t id) { return s.fetched_under(id, id == 2 ? 50 : 41); };
+  CHECK_FALSE(s.isr_change(50, 30'000, offset{100}, offset{100}, offset{0}, eligible).has_value());
+  CHECK(s.on_fetch(2, offset{100}, offset{100}, 60, 50));
+  auto joined = s.isr_change(70, 30'000, offset{100}, offset{100}, offset{0}, eligible);
+  REQUIRE(joined.has_value());
+  CHECK(*joined == std::vector<int32_t>{1, 2, 3});
+  // Negative control: without the epoch rule the stale offset would have let it join at once.
+  leader_state unguarded(1, {1, 2, 3}, {1, 2, 3}, 0);
+  unguarded.on_fetch(2, offset{100}, offset{100}, 10, 40);
+  unguarded.on_fetch(3, offset{100}, offset{100}, 10, 41);
+  unguarded.set_committed({1, 2, 3}, {1, 3}, 20);
+  CHECK(unguarded.isr_change(30, 30'000, offset{100}, offset{100}, offset{0}).has_value());
+}

@@ -32,7 +32,9 @@
 //     incarnation) never answers a high watermark below one it answered before - except an
 //     answer that may come from a node cut off from the rest (the node asked, or a replica of the
 //     partition it forwards to; isolated, or an end of a dropped link) from the
-//     fault's start to cut_off_grace_ms after its heal - but an isolated node's answers at or
+//     fault's start to cut_off_grace_ms after its heal (after a majority of the nodes serves
+//     again, when fewer did at the heal: until then no controller can tell it it was replaced)
+//     - but an isolated node's answers at or
 //     above the high watermark it answers are judged from a session timeout into the isolation
 //     to the end of that grace (its leadership lease has lapsed, and is renewed after the heal
 //     only once it applied its fence: until then it must refuse them) - docs/kafka.md's open part
@@ -341,6 +343,7 @@ class simulation final : public sim::sim_cluster {
         }
         world_.note("n" + std::to_string(n) + " serving");
         node.b = std::move(opened.value());
+        quorum_back();
       });
     });
   }
@@ -616,19 +619,51 @@ class simulation final : public sim::sim_cluster {
     int64_t from_ms;
     int64_t to_ms;
     bool isolated = false;   // cut from every other node (not one link)
+    /// Healed while fewer than a majority of the voters (every node here) served: the node still
+    /// reaches no metadata quorum that could tell it it was replaced, so the window runs on until
+    /// a majority serves again (quorum_back), then the grace.
+    bool until_quorum = false;
+    int64_t healed_to_ms = 0;   // to_ms as the heal set it, before until_quorum held it open
   };
+
+  [[nodiscard]] bool majority_serving() const {
+    return static_cast<int>(serving_nodes().size()) >= opt_.nodes / 2 + 1;
+  }
+
+  /// A node started serving (it caught up with a metadata leader): windows held open past their
+  /// heal for want of a metadata quorum (window::until_quorum) end a grace from now.
+  void quorum_back() {
+    if (!majority_serving()) return;
+    const int64_t now = world_.clock.now_ms();
+    for (auto& w : cut_off_windows_) {
+      if (!w.until_quorum) continue;
+      w.until_quorum = false;
+      w.to_ms = std::max(w.healed_to_ms, now + cut_off_grace_ms);
+      world_.note("n" + std::to_string(w.node) + "'s cut-off window ends at " + std::to_string(w.to_ms) +
+                  " (a metadata quorum serves again)");
+    }
+  }
 
   void heal_links() {
     const int64_t now = world_.clock.now_ms();
     if (now < hold_until_) return at(hold_until_, [this] { heal_links(); });   // a cascade runs on
     for (auto& w : cut_off_windows_) {
-      if (w.to_ms != INT64_MAX) continue;
+      if (w.to_ms != INT64_MAX || w.until_quorum) continue;   // healed before (until_quorum: awaiting one)
       w.to_ms = now + cut_off_grace_ms;
       if (w.isolated && opt_.slow_fetches_after_heal) {
         net_.fetches_slow[w.node] = {now + slow_fetch_window_ms, slow_fetch_min_ms, slow_fetch_max_ms};
         // It acts on old metadata until its last slow fetch is answered: the grace counts from then.
         w.to_ms = now + slow_fetch_window_ms + slow_fetch_max_ms + cut_off_grace_ms;
         world_.note("n" + std::to_string(w.node) + "'s fetches slow until " + std::to_string(now + slow_fetch_window_ms));
+      }
+      // The cut healed but the voters it could learn its replacement from are down (a cascade's
+      // two power losses, say): it is still cut off from the controller, the open part above.
+      if (!majority_serving()) {
+        w.until_quorum = true;
+        w.healed_to_ms = w.to_ms;
+        w.to_ms = INT64_MAX;
+        world_.note("n" + std::to_string(w.node) + " reaches no metadata quorum at the heal: its cut-off window "
+                    "runs on until a majority serves");
       }
     }
     net_.cut.clear();

@@ -23,6 +23,13 @@
 //   raft_sim --seeds N --failover R                   no chaos: crash the leader R times per seed and
 //                                                     report leader-crash-to-commit percentiles
 //
+// With --disk-loss, nodes start from formatted directories (raft::persisted_state::
+// awaiting_first_catch_up until their first catch-up, which the driver records durably) and a
+// fault wipes a crashed voter's disk whole - log, snapshot, quorum state, that record - while
+// every other voter has caught up once (one lost disk at a time: Raft tolerates crashes, and a
+// lost disk is a worse fault). The oracle is unchanged: a vote that helped a stale candidate win
+// shows up as a committed entry replaced (state machine safety).
+//
 // Exit codes: 0 ok, 1 negative control not caught, 2 usage, 3 invariant violation, 4 replay mismatch.
 
 #include <algorithm>
@@ -180,6 +187,7 @@ struct options {
   int observers = 0;
   bool verbose = false;
   int failover_rounds = 0;  // > 0: failover timing mode instead of chaos cycles
+  bool disk_loss = false;   // --disk-loss: formatted directories and the lost-disk fault
 };
 
 struct run_result {
@@ -235,6 +243,7 @@ struct sim_node {
   std::unique_ptr<raft::random_source> random;
   std::unique_ptr<raft::node> raft;  // null while crashed
   int incarnation = 0;
+  bool caught_up_once = false;  // durable: effects::caught_up_first_time was carried out (meta.properties)
   disk_log durable;
   disk_log written;
   std::vector<raft::log_write> pending;  // written, not yet covered by a completed fsync
@@ -334,6 +343,7 @@ class simulation {
     ++n.incarnation;
     n.random = std::make_unique<raft::seeded_random>(rng_.next_u64());
     raft::persisted_state ps{n.durable.quorum, n.durable.snapshot_id, n.durable.snapshot_payload, n.durable.entries};
+    ps.awaiting_first_catch_up = opt_.disk_loss && !n.caught_up_once;
     n.written = n.durable;
     n.pending.clear();
     n.fsync_in_flight = false;
@@ -521,6 +531,10 @@ class simulation {
   void drain(size_t i) {
     auto& n = nodes_[i];
     raft::effects e = n.raft->take_effects();
+    if (e.caught_up_first_time) {
+      n.caught_up_once = true;   // written at once, like meta.properties
+      trace(i, "caught-up-once", n.raft->high_watermark().value());
+    }
     if (e.role_changed && is_observer(i) && (*e.role_changed == raft::role::leader ||
                                              *e.role_changed == raft::role::candidate ||
                                              *e.role_changed == raft::role::prospective)) {
@@ -851,6 +865,10 @@ class simulation {
       return;
     }
     const auto pick = [&] { return static_cast<size_t>(rng_.uniform(0, static_cast<int64_t>(nodes_.size()) - 1)); };
+    if (opt_.disk_loss && rng_.uniform(0, 3) == 0) {
+      lose_disk(static_cast<size_t>(rng_.uniform(0, opt_.voters - 1)));
+      return;
+    }
     switch (rng_.uniform(0, 10)) {
       case 0:
       case 1: {  // crash and restart later
@@ -931,6 +949,21 @@ class simulation {
     }
   }
 
+  /// The lost-disk fault: voter `i` crashes and restarts later with an empty directory, when it
+  /// and every other voter have caught up once (at most one voter without its history at a time).
+  void lose_disk(size_t i) {
+    for (int v = 0; v < opt_.voters; ++v) {
+      if (!nodes_[static_cast<size_t>(v)].caught_up_once) return;
+    }
+    crash(i);
+    auto& n = nodes_[i];
+    n.durable = disk_log{};
+    n.written = disk_log{};
+    n.caught_up_once = false;
+    trace(i, "disk-loss", 0);
+    schedule(now_ms_ + rng_.uniform(10, 3'000), ev_restart{i});
+  }
+
   void clear_partitions() {
     for (auto& row : blocked_) {
       row.fill(false);
@@ -994,7 +1027,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: raft_sim --seed S | --seeds N [--start S] | --replay-check S  [--voters 3|5] [--observers 0..4] "
                "[--verbose] "
-               "[--expect-violation] [--failover ROUNDS]\n");
+               "[--expect-violation] [--failover ROUNDS] [--disk-loss]\n");
   return exit_usage;
 }
 
@@ -1024,6 +1057,8 @@ int main(int argc, char** argv) {
       opt.observers = std::atoi(argv[++a]);
     } else if (arg == "--failover" && has_value) {
       opt.failover_rounds = std::atoi(argv[++a]);
+    } else if (arg == "--disk-loss") {
+      opt.disk_loss = true;
     } else if (arg == "--verbose") {
       opt.verbose = true;
     } else if (arg == "--expect-violation") {

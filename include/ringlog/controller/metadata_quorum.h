@@ -39,6 +39,7 @@
 #include "ringlog/rpc/transport.h"
 #include "ringlog/runtime/shard_runtime.h"
 #include "ringlog/storage/log_dir_failure.h"
+#include "ringlog/storage/meta_properties.h"
 
 namespace ringlog::controller {
 
@@ -96,6 +97,12 @@ struct metadata_quorum_config {
   /// Where a failed write of the metadata log (it lives in log.dirs) is reported besides stopping
   /// the quorum (log_dir_failure.h); nullptr: not reported.
   storage::log_dir_failure_channel* log_dir_failures = nullptr;
+  /// Set when log_dir has no meta.properties yet and other voters exist: the node awaits its first
+  /// catch-up with a leader (raft::persisted_state::awaiting_first_catch_up: until then it votes
+  /// only for candidates with an empty log and stands only with one), then writes this
+  /// meta.properties into log_dir, which both ends the wait for good and pins cluster.id once a
+  /// leader of that cluster answered. A failed write is a log directory failure.
+  std::optional<storage::meta_properties> meta_properties_once_caught_up;
 };
 
 /// What `kafka-metadata-quorum describe --status` shows (DescribeQuorumResponse's fields).
@@ -131,6 +138,9 @@ struct quorum_description {
   /// A node that refused this node's requests with INCONSISTENT_CLUSTER_ID (104): the two were
   /// given different cluster.id values (-1: none did).
   int32_t cluster_id_refused_by = -1;
+  /// metadata_quorum_config::meta_properties_once_caught_up was set and the node has not yet
+  /// caught up with a leader (nor written the file).
+  bool awaiting_first_catch_up = false;
 };
 
 class metadata_quorum {

@@ -102,8 +102,10 @@ class replica_fetch_server {
   /// not_leader_or_follower, fenced_leader_epoch / unknown_leader_epoch (KIP-320: the follower's
   /// epoch is older / newer), offset_out_of_range, or the diverging epoch (KIP-320). Nothing new
   /// (or held back by the leader throttle): parked up to `wait_ms`.
+  /// `replica_epoch`: the broker epoch the fetch named (ReplicaState.ReplicaEpoch, KIP-903).
   void serve_replica_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt, int32_t replica_id,
-                           const protocol::fetch_request_data::fetch_partition& request, int64_t wait_ms,
+                           int64_t replica_epoch, const protocol::fetch_request_data::fetch_partition& request,
+                           int64_t wait_ms,
                            std::function<void(protocol::fetch_response_data::partition_data)> done);
   /// Leader, on `rt`'s shard: proposes the ISR change leader_state asks for (AlterPartition).
   void maybe_change_isr(size_t shard, const std::shared_ptr<partition_runtime>& rt);

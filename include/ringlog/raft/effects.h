@@ -61,10 +61,14 @@ struct effects {
   std::optional<offset> high_watermark;
   /// The role after this input, when it changed.
   std::optional<role> role_changed;
+  /// A node that was awaiting its first catch-up (persisted_state::awaiting_first_catch_up) has
+  /// caught up with a leader: the driver records it durably (ringlog: writes meta.properties),
+  /// so a restart does not start the wait again. Set once per node instance.
+  bool caught_up_first_time = false;
 
   [[nodiscard]] bool empty() const {
     return !quorum_state_ && log_writes.empty() && messages.empty() && !apply_snapshot && committed.empty() &&
-           !high_watermark && !role_changed;
+           !high_watermark && !role_changed && !caught_up_first_time;
   }
 };
 

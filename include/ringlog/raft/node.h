@@ -52,6 +52,16 @@ struct persisted_state {
   bytes snapshot_payload;
   /// Log entries; those below snapshot_id.end_offset are ignored. Must be consecutive.
   std::vector<entry> entries;
+  /// The data directory was formatted on this start, or on an earlier one that never caught up
+  /// with a leader (the driver keeps this on disk: ringlog writes meta.properties only once
+  /// caught up). Such a voter may be one that lost its disk: its previous incarnation may have
+  /// helped commit entries this log no longer holds, so its vote no longer carries the promise
+  /// of Raft §5.4.1 (the vote-granting majority holds every committed entry). While its log is
+  /// empty and it has not caught up (effects::caught_up_first_time) it grants a vote or pre-vote
+  /// only to a candidate whose log is empty, as every log is in a new cluster's first election
+  /// (KIP-853 calls this the disk-loss problem of static quorums; Kafka makes the operator run
+  /// `kafka-storage format`). Ignored in a quorum of one voter.
+  bool awaiting_first_catch_up = false;
 };
 
 class node {
@@ -109,6 +119,10 @@ class node {
   /// The last node that refused one of this node's requests with inconsistent_cluster_id (its
   /// cluster.id is not ours: this node can never join that quorum); no_node when none did.
   [[nodiscard]] node_id cluster_id_refused_by() const { return cluster_id_refused_by_; }
+  /// persisted_state::awaiting_first_catch_up, until this node caught up with a leader: its log
+  /// durably held the leader's high watermark, and that high watermark covered an entry of the
+  /// leader's own epoch (so every entry committed before that leader's election).
+  [[nodiscard]] bool awaiting_first_catch_up() const { return awaiting_first_catch_up_; }
   /// Leader only: the observers whose fetches it tracks now (ids ascending by first fetch).
   [[nodiscard]] std::vector<node_id> tracked_observers() const;
 
@@ -149,6 +163,14 @@ class node {
   void handle_vote_response(const message& m, const vote_response& r);
   [[nodiscard]] bool log_up_to_date(leader_epoch last_epoch, offset last_offset) const;
   [[nodiscard]] bool heard_from_leader_recently() const;
+  /// The vote rule of persisted_state::awaiting_first_catch_up: false when this node may not
+  /// grant a (pre-)vote to a candidate whose log ends at `last_offset` (its own log is empty).
+  [[nodiscard]] bool may_vote_for_log_ending_at(offset last_offset) const;
+  /// A node awaiting its first catch-up learned a committed position it must hold durably
+  /// (`target`: a leader's high watermark covering an entry of that leader's epoch).
+  void note_catch_up_target(offset target);
+  /// Ends the wait once the durable log reaches the target (effects::caught_up_first_time).
+  void maybe_finish_first_catch_up();
   void maybe_win_election();
   int64_t random_election_timeout_ms();
 
@@ -200,6 +222,8 @@ class node {
   uint64_t quorum_version_persisted_ = 0;
   std::vector<message> held_;  // waiting for quorum_version_persisted_ >= quorum_version_requested_
   node_id cluster_id_refused_by_ = no_node;   // cluster_id_refused_by()
+  bool awaiting_first_catch_up_ = false;      // awaiting_first_catch_up()
+  offset catch_up_target_{0};                 // 0 = none learnt yet (see note_catch_up_target)
 
   memory_log log_;
   bytes snapshot_payload_;

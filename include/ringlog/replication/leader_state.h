@@ -39,6 +39,10 @@ struct follower_state {
   /// Its log start offset as its last fetch reported it (Fetch's LogStartOffset); -1 until it
   /// reported one in this leadership (Kafka's UnifiedLog.UnknownOffset).
   model::offset log_start_offset{-1};
+  /// The broker epoch (its registration's) its last fetch named: Fetch v15's ReplicaState.ReplicaEpoch
+  /// (KIP-903); -1 when not named. A broker that restarted, maybe with an empty disk, has a new
+  /// one: what an earlier epoch's fetches reported says nothing about its log now.
+  int64_t broker_epoch = -1;
 };
 
 class leader_state {
@@ -56,7 +60,10 @@ class leader_state {
 
   /// A fetch from follower `replica` at `fetch_offset` (its log end offset) while the leader's log
   /// ended at `leader_end`. False (and nothing changes) when `replica` is not a follower here.
-  bool on_fetch(int32_t replica, model::offset fetch_offset, model::offset leader_end, int64_t now_ms);
+  /// `broker_epoch`: the epoch the fetch named (follower_state::broker_epoch); a fetch naming
+  /// another epoch than the previous one starts the follower's state afresh (KIP-903).
+  bool on_fetch(int32_t replica, model::offset fetch_offset, model::offset leader_end, int64_t now_ms,
+                int64_t broker_epoch = -1);
   /// The log start offset follower `replica`'s fetch reported (Fetch v5+ LogStartOffset; a
   /// follower raises its own to its leader's as the answers tell it, Kafka's
   /// maybeIncrementLogStartOffset). A negative `log_start_offset` (not reported) changes nothing.
@@ -97,6 +104,11 @@ class leader_state {
   [[nodiscard]] bool proposal_in_flight() const { return pending_.has_value(); }
   [[nodiscard]] const std::vector<follower_state>& followers() const { return followers_; }
   [[nodiscard]] const follower_state* follower(int32_t replica) const;
+  /// KIP-903: whether follower `replica`'s last fetch named `broker_epoch`, its current
+  /// registration's. Only then may what it fetched make it join the ISR: a broker that restarted
+  /// (maybe with an empty disk) has a new epoch, and until its own fetches arrive the leader
+  /// knows only how far its previous process had fetched.
+  [[nodiscard]] bool fetched_under(int32_t replica, int64_t broker_epoch) const;
 
  private:
   [[nodiscard]] bool in(const std::vector<int32_t>& set, int32_t id) const;
