@@ -219,15 +219,18 @@ void producer_state::reindex(int64_t id, const producer_entry& entry) {
 }
 
 void producer_state::make_room(int64_t added) {
-  if (producers_.size() <= producers_per_partition_max) return;
-  auto victim = idle_.begin();
-  if (victim != idle_.end() && victim->second == added) ++victim;
-  if (victim == idle_.end()) victim = idle_.begin();   // `added` alone is idle, or none is
-  if (victim == idle_.end()) return;                   // every producer is inside an open transaction
-  const size_t erased = producers_.erase(victim->second);
-  RINGLOG_ASSERT_OP(erased, ==, 1u);
-  idle_.erase(victim);
-  RINGLOG_ASSERT_OP(producers_.size(), ==, producers_per_partition_max);
+  // A follower may be past the bound by more than one: it stored producers its leader admitted
+  // while all of its own were inside open transactions (each replica expires on its own timer).
+  // Bounded by the excess, at most one pass over idle_.
+  while (producers_.size() > producers_per_partition_max) {
+    auto victim = idle_.begin();
+    if (victim != idle_.end() && victim->second == added) ++victim;
+    if (victim == idle_.end()) victim = idle_.begin();   // `added` alone is idle, or none is
+    if (victim == idle_.end()) return;                   // every producer is inside an open transaction
+    const size_t erased = producers_.erase(victim->second);
+    RINGLOG_ASSERT_OP(erased, ==, 1u);
+    idle_.erase(victim);
+  }
 }
 
 size_t producer_state::remove_expired(int64_t now_ms, int64_t expiration_ms) {
@@ -289,9 +292,11 @@ result<std::pair<model::offset, producer_state>> producer_state::decode_snapshot
   const auto count = r.get<int32_t>();
   if (!r.ok) return bad_snapshot("cut short in its header");
   if (offset < 0) return bad_snapshot("negative snapshot offset " + std::to_string(offset));
-  if (count < 0 || static_cast<size_t>(count) > producers_per_partition_max) {
+  // A follower may hold more than the bound (make_room); twice it still bounds what a corrupt
+  // count could make us allocate.
+  if (count < 0 || static_cast<size_t>(count) > 2 * producers_per_partition_max) {
     return bad_snapshot("producer count " + std::to_string(count) + " outside [0, " +
-                        std::to_string(producers_per_partition_max) + "]");
+                        std::to_string(2 * producers_per_partition_max) + "]");
   }
   producer_state state;
   for (int32_t i = 0; i < count; ++i) {

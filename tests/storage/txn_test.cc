@@ -298,6 +298,27 @@ TEST_CASE("producer_state: at the bound a new producer is refused only while eve
   CHECK(back->second == s);
 }
 
+TEST_CASE("producer_state: a follower past the bound (every producer in a transaction) makes room again, without a crash") {
+  // A follower stores what its leader admitted without check(): with all of its producers inside
+  // open transactions (the replicas expire idle producers on their own timers) it goes past the
+  // bound; the next idle newcomers bring it back, and its snapshot still reads.
+  producer_state s;
+  const auto max = static_cast<int64_t>(producers_per_partition_max);
+  for (int64_t id = 0; id < max; ++id) s.update(header_at(producer_batch_of(id, 0, 0, 1, 0), id), t0);
+  s.update(header_at(producer_batch_of(max, 0, 0, 1, 0), max), t0);
+  s.update(header_at(producer_batch_of(max + 1, 0, 0, 1, 0), max + 1), t0);
+  CHECK(s.producers().size() == producers_per_partition_max + 2);
+  auto over = producer_state::decode_snapshot(s.encode_snapshot(model::offset{max + 2}));
+  REQUIRE(over.ok());
+  CHECK(over->second == s);
+  REQUIRE(s.end_txn(marker_header(7, 0, max + 2), {codec::control_type::commit, 0}, t0));
+  REQUIRE(s.end_txn(marker_header(8, 0, max + 3), {codec::control_type::commit, 0}, t0));
+  s.update(header_at(producer_batch_of(max + 2, 0, 0, 1, 0, false), max + 4), t0);
+  CHECK(s.producers().size() == producers_per_partition_max);
+  CHECK(s.find(model::producer_id{7}) == nullptr);
+  CHECK(s.find(model::producer_id{8}) == nullptr);
+}
+
 TEST_CASE("producer snapshot v2 keeps open transactions and coordinator epochs; version 1 files still read") {
   producer_state s;
   s.update(header_at(producer_batch_of(1, 0, 0, 2, 0), 0), t0);
