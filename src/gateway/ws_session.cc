@@ -1188,12 +1188,19 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
         if (owned_now(tp)) offsets.push_back({tp, last, {}});
       }
     }
-    calls_.commit(member_->group, member_->instance, std::move(offsets), [self = shared_from_this(), id](
+    // The answer echoes what this commit named (the coordinator answers the member's every
+    // committed offset: a new user read a partition it had not named as committed just now).
+    group::partition_set named;
+    if (m.contains("offsets")) {
+      for (const auto& o : offsets) named.insert(o.partition);
+    }
+    calls_.commit(member_->group, member_->instance, std::move(offsets), [self = shared_from_this(), id, named](
                                      broker::result<group::partition_map<group::committed_offset>> r) {
-      self->on_executor([self, id, r = std::move(r)] {
+      self->on_executor([self, id, named, r = std::move(r)] {
         if (!r.ok()) return self->send_error(id, to_api_error(r.error()).error_code, r.error().message);
         json offsets = json::array();
         for (const auto& [tp, c] : *r) {
+          if (!named.empty() && !named.contains(tp)) continue;
           offsets.push_back({{"topic", tp.topic}, {"partition", tp.partition.value()}, {"offset", c.committed.value()}});
         }
         self->send({{"type", "committed"}, {"id", id}, {"offsets", offsets}});

@@ -353,6 +353,30 @@ def test_a_group_commit_with_offsets_commits_only_what_the_client_processed(brok
     assert [p["current_offset"] for p in r.json()["data"]] == [10], r.text
 
 
+def test_a_commit_naming_one_partition_is_answered_with_that_partition_alone(broker, topic_name):
+    """Session 37's new user: a commit naming orders-0 was answered with orders-1's stored offset
+    too (the coordinator answers every offset the member has committed): `committed` echoes what
+    the commit named."""
+    broker.create_topic(topic_name, partitions=2)
+    for p in (0, 1):
+        produce_http(broker, topic_name, [f"p{p}-{i}" for i in range(5)], partition=p)
+    group = "wsnamed-" + topic_name
+
+    async def go():
+        async with websockets.connect(ws_url(broker)) as ws:
+            await send(ws, type="join", id="j", group=group, topics=[topic_name], position="earliest")
+            await recv_type(ws, "joined")
+            await send(ws, type="credit", records=10)
+            await records(ws, 10)
+            await send(ws, type="commit", id="all")   # both partitions, at 5
+            assert len((await recv_type(ws, "committed"))["offsets"]) == 2
+            await send(ws, type="commit", id="one", offsets=[{"topic": topic_name, "partition": 0, "offset": 3}])
+            committed = await recv_type(ws, "committed")
+            assert committed["offsets"] == [{"topic": topic_name, "partition": 0, "offset": 3}], committed
+
+    run(go())
+
+
 def test_the_first_assignment_comes_before_any_record(broker, topic_name):
     """Session 32's new user: a member got `record` messages before its `assignment` in 2 of 9
     joins (the first poll was answered before the coordinator's assignment). A Kafka consumer's
