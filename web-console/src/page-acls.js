@@ -27,6 +27,9 @@ export async function render(view, route, ctx) {
   let acls = [];
 
   const show = () => {
+    // A refused or failed read is not an empty list (the new user of session 37 read "no ACLs"
+    // under the 403): the status line above names why.
+    if (acls === null) return fill(list, h('p', { class: 'muted' }, 'The ACLs could not be listed: see the error above.'));
     fill(list, table([
       { title: 'principal', cell: (a) => a.principal },
       { title: 'host', cell: (a) => a.host },
@@ -46,7 +49,7 @@ export async function render(view, route, ctx) {
       alterTitle = missingPermission(cluster.authorized_operations, 'ALTER');
       acls = await api.acls();
     } catch (e) {
-      acls = [];
+      acls = null;
       status.show(e);   // a 403 names the permission already
     }
     if (!ctx.alive) return;

@@ -26,7 +26,7 @@ export async function render(view, route, ctx) {
         { title: 'total lag', num: true, cell: ({ s }) => (s ? formatCount(s.total_lag) : '-') },
         { title: 'largest lag', cell: ({ s }) => (s && s.max_lag_topic_name
           ? `${formatCount(s.max_lag)} on ${s.max_lag_topic_name}-${s.max_lag_partition_id}` : '-') },
-      ], rows, { empty: 'no consumer groups yet', testid: 'groups-table' }));
+      ], rows, { empty: 'no consumer groups you may see (a group is listed only to those with DESCRIBE on it)', testid: 'groups-table' }));
     } catch (e) {
       status.show(e);
     }

@@ -230,7 +230,7 @@ export async function render(view, route, ctx) {
     const topics = (await api.topics()).filter((t) => !t.is_internal);
     fill(topicSel, topics.map((t) => h('option', { value: t.topic_name }, t.topic_name)));
     if (topics.length === 0) {
-      list.append(h('p', { class: 'muted' }, 'No topics yet: create one on the Topics page.'));
+      list.append(h('p', { class: 'muted' }, 'No topics you may see: create one on the Topics page (a topic is listed only to those with DESCRIBE on it).'));
       return;
     }
     if (q.get('topic')) topicSel.value = q.get('topic');

@@ -166,7 +166,7 @@ export async function render(view, route, ctx) {
       { title: 'retention.ms', cell: (t) => { const v = configs.get(t.topic_name)?.['retention.ms']; return v === undefined ? '-' : formatDurationMs(v); } },
       { title: 'records in/s', num: true, cell: (t) => formatRate(lastRates ? (lastRates.topics[t.topic_name]?.records_in ?? 0) : null) },
       { title: '', cell: (t) => (t.is_internal ? '' : deleteButton(t)) },
-    ], shown, { empty: 'no topics yet: create one above', testid: 'topics-table' }));
+    ], shown, { empty: 'no topics you may see: create one above (a topic is listed only to those with DESCRIBE on it)', testid: 'topics-table' }));
   };
 
   const refreshList = async () => {
