@@ -5,6 +5,7 @@
 #include "ringlog/security/quota_throttle.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 namespace ringlog::security {
@@ -43,7 +44,16 @@ int64_t client_quota_sensors::throttle_of(quota_key key, const sensor& s, double
   const int64_t back_at_bound = quota_throttle_time_ms(s.rate, bound, now_ms, window.sample_ms * window.samples);
   const int64_t kip_219 = quota_throttle_time_ms(s.rate.rate_per_second(now_ms), bound, s.rate.window_ms(now_ms),
                                                  byte_rate_throttle_ms_max);
-  return std::max({back_at_bound, kip_219, s.throttled_until_ms - now_ms});
+  return std::max({back_at_bound, kip_219, s.throttled_until_ms - now_ms, paid_throttle_ms(s, window, now_ms)});
+}
+
+int64_t client_quota_sensors::paid_throttle_ms(const sensor& s, quota_window_config window, int64_t now_ms) {
+  // The burst Kafka's young window admits at once (Rate.windowSize pads it to samples - 1 whole
+  // samples), so a client within its bound is never throttled by this sooner than by the rate.
+  const int64_t burst_ms = static_cast<int64_t>(std::max(window.samples, 2) - 1) * std::max<int64_t>(window.sample_ms, 1);
+  const double unpaid_ms = s.paid_until_ms - static_cast<double>(now_ms) - static_cast<double>(burst_ms);
+  if (!(unpaid_ms > 0)) return 0;
+  return static_cast<int64_t>(std::min(std::ceil(unpaid_ms), static_cast<double>(INT32_MAX)));
 }
 
 int64_t client_quota_sensors::record(quota_key key, const quota_match& match, double value, quota_window_config window,
@@ -52,6 +62,9 @@ int64_t client_quota_sensors::record(quota_key key, const quota_match& match, do
   s.seen.bound = match.bound;
   s.rate.record(value, now_ms);
   s.seen.total += value;
+  if (key != quota_key::request_percentage && match.bound > 0) {
+    s.paid_until_ms = std::max(s.paid_until_ms, static_cast<double>(now_ms)) + value * 1000.0 / match.bound;
+  }
   const int64_t throttle_ms = throttle_of(key, s, match.bound, window, now_ms);
   s.throttled_until_ms = std::max(s.throttled_until_ms, now_ms + throttle_ms);
   if (throttle_ms > 0) {

@@ -329,3 +329,68 @@ TEST_CASE("client_quota_sensors: KIP-599 buckets refuse strict mutations while e
   CHECK(sensors.charge_mutations(m, 1, true, window, 4'200) == 0);
   CHECK(sensors.usages().empty());   // buckets are not rate sensors
 }
+
+namespace {
+
+/// A client of the Kafka door as fast as its quota lets it, simulated clock, through
+/// client_quota_sensors as the broker uses them: each request is recorded on arrival (a Fetch
+/// first asks with 0 bytes, as data.cc's answer() does, and is answered empty while throttled)
+/// and the listener reads the next one `append_ms` after the throttle the record answered (1 ms
+/// after when none). Returns the bytes per second it got over [from_ms, end_ms).
+double modelled_sensor_rate(quota_key key, double request_bytes, double bound, int64_t from_ms, int64_t end_ms) {
+  constexpr quota_window_config window{11, 1000};
+  constexpr int64_t append_ms = 5;
+  constexpr int64_t read_ms = 1;
+  client_quota_sensors sensors(100, 3'600'000);
+  const quota_match match = client_match("app", bound);
+  double counted = 0;
+  for (int64_t t = 0; t < end_ms;) {
+    int64_t x = key == quota_key::consumer_byte_rate ? sensors.record(key, match, 0, window, t) : 0;
+    if (x == 0) {
+      x = sensors.record(key, match, request_bytes, window, t);
+      if (t >= from_ms) counted += request_bytes;
+    }
+    t += x > 0 ? append_ms + x : read_ms;
+  }
+  return counted * 1000.0 / static_cast<double>(end_ms - from_ms);
+}
+
+}  // namespace
+
+TEST_CASE("model: requests of many seconds' worth of the bound converge to it, produce and fetch") {
+  // Session 37's new user: librdkafka's 1 MB produce requests under producer_byte_rate=102400
+  // (10 s worth each). A throttle that lasted until the burst's samples expired let the next
+  // burst in against an empty window: 2 MB every 11 s, 1.78x the bound. A Fetch of one window's
+  // worth (data.cc's cap, 10 s) did the same under consumer_byte_rate.
+  constexpr double bound = 102'400;
+  for (const double request_bytes : {1'000'000.0, 1'500'000.0, 500'000.0}) {
+    CAPTURE(request_bytes);
+    const double produce_steady = modelled_sensor_rate(quota_key::producer_byte_rate, request_bytes, bound, 30'000, 330'000);
+    CHECK(produce_steady <= bound * 1.1);
+    CHECK(produce_steady >= bound * 0.85);
+    // Over 45 s from the start: the young window's first 10 s worth comes on top, as in Kafka.
+    CHECK(modelled_sensor_rate(quota_key::producer_byte_rate, request_bytes, bound, 0, 45'000) <= bound * 1.4);
+  }
+  const double fetch_steady = modelled_sensor_rate(quota_key::consumer_byte_rate, bound * 10, bound, 30'000, 330'000);
+  CHECK(fetch_steady <= bound * 1.1);
+  CHECK(fetch_steady >= bound * 0.85);
+  // Small requests were already held to the bound, and still are.
+  CHECK(modelled_sensor_rate(quota_key::producer_byte_rate, 10'000, bound, 30'000, 330'000) ==
+        doctest::Approx(bound).epsilon(0.1));
+}
+
+TEST_CASE("client_quota_sensors: a debt outlives the samples that made it") {
+  // 2 MB at once under 102,400 B/s: 19.5 s worth, 10 s of it the young window's burst. The rate
+  // asks until the samples expire (11 s); then an empty window would admit 10 s worth again, so
+  // the next 1 MB still waits until the first 2 MB are paid.
+  client_quota_sensors sensors(100, 3'600'000);
+  constexpr quota_window_config window{11, 1000};
+  const quota_match m = client_match("app", 102'400);
+  CHECK(sensors.record(quota_key::producer_byte_rate, m, 1e6, window, 0) == 0);
+  CHECK(sensors.record(quota_key::producer_byte_rate, m, 1e6, window, 0) == 11'000);
+  CHECK(sensors.throttle_ms(quota_key::producer_byte_rate, m, window, 11'000) == 0);
+  // 3 MB recorded = 29.3 s at the bound, less the 10 s burst, from 11 s: 8.3 s.
+  CHECK(sensors.record(quota_key::producer_byte_rate, m, 1e6, window, 11'000) == 8'297);
+  // request_percentage keeps its one-sample bound (no debt).
+  CHECK(sensors.record(quota_key::request_percentage, client_match("p", 1), 1e6, window, 0) == 1'000);
+}

@@ -41,8 +41,12 @@ class client_quota_sensors {
   /// KIP-219's (O - T) / T x W, unbounded (Kafka's ClientQuotaManager): one request larger than
   /// the window's worth waits until the bound covers it, not only until its sample expires (a
   /// breaker's 20 KB records under producer_byte_rate=10000 got 9x the bound with the whole window
-  /// as a cap). A sensor made here measures over `window`. Not for controller_mutation_rate
-  /// (charge_mutations).
+  /// as a cap). And for byte rates at least until the bytes recorded are paid for at match.bound
+  /// beyond a young window's burst ((samples - 1) x sample_ms worth), however long ago their
+  /// samples expired: without it a throttle that lasted until the burst's samples expired let the
+  /// next burst in against an empty window, and a librdkafka producer of 1 MB requests under
+  /// producer_byte_rate=102400 got 1.5-2x the bound (session 37). A sensor made here measures over
+  /// `window`. Not for controller_mutation_rate (charge_mutations).
   int64_t record(quota_key key, const quota_match& match, double value, quota_window_config window, int64_t now_ms);
 
   /// KIP-599: takes `partitions` from the token bucket of match.sensor_key (made full at
@@ -69,7 +73,15 @@ class client_quota_sensors {
     /// The end of the last throttle record() answered, ms: throttle_ms() asks at least until then,
     /// after the samples that caused it may have expired (HTTP doors ask again at each request).
     int64_t throttled_until_ms = 0;
+    /// Byte rates only: the time at which everything recorded is paid for at the bound, ms (a
+    /// virtual clock, GCRA's theoretical arrival time): each record moves it from max(itself, now)
+    /// by value / bound. The rate's samples forget a burst once they expire; this does not, so a
+    /// throttle that outlasts the window still leaves the debt it did not cover (paid_throttle_ms).
+    double paid_until_ms = 0;
   };
+  /// The throttle that keeps a byte-rate sensor's long-run rate at `bound`: until paid_until_ms
+  /// is at most (samples - 1) x sample_ms ahead of now, the burst a young window admits.
+  [[nodiscard]] static int64_t paid_throttle_ms(const sensor& s, quota_window_config window, int64_t now_ms);
   /// What record() and throttle_ms() answer for sensor `s` at `now_ms`.
   [[nodiscard]] static int64_t throttle_of(quota_key key, const sensor& s, double bound, quota_window_config window,
                                            int64_t now_ms);
