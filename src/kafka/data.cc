@@ -81,6 +81,8 @@ size_t fitting_prefix(const bytes& batches, size_t budget, bool at_least_one) {
 
 /// The first Produce version whose answer carries KIP-951's CurrentLeader and NodeEndpoints.
 constexpr int16_t produce_leader_hints_version = 10;
+/// ListOffsets answers carry LeaderEpoch from this version on (KIP-320).
+constexpr int16_t list_offsets_leader_epoch_version = 4;
 
 namespace {
 
@@ -747,14 +749,16 @@ void handle_list_offsets(const request_context& ctx, protocol::list_offsets_requ
       lo.spec = broker::offset_spec::timestamp;
       lo.timestamp = t.timestamp;
     }
-    b.list_offsets(std::move(lo), [g, i](broker::result<broker::list_offsets_response> r) {
+    // LeaderEpoch exists from v4 (KIP-320): an older answer carrying one would not encode.
+    const bool with_epoch = ctx.api_version >= list_offsets_leader_epoch_version;
+    b.list_offsets(std::move(lo), [g, i, with_epoch](broker::result<broker::list_offsets_response> r) {
       partition_result& res = g->slot(i);
       if (!r.ok()) {
         res.error_code = code_of(r.error());
       } else if (r->found_offset) {
         res.offset = r->found_offset->value();
         res.timestamp = r->timestamp;
-        res.leader_epoch = r->leader_epoch.value();
+        if (with_epoch) res.leader_epoch = r->leader_epoch.value();
       }
       g->complete_one();
     });
