@@ -44,6 +44,10 @@ class broker_impl final : public broker {
   void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) override {
     parts_.barrier_.list_offsets(std::move(request), std::move(done));
   }
+  void end_offset_for_leader_epoch(epoch_end_offset_request request,
+                                   std::function<void(result<epoch_end_offset>)> done) override {
+    parts_.fetch_.end_offset_for_leader_epoch(std::move(request), std::move(done));
+  }
   void produce_batches(produce_batches_request request,
                        std::function<void(result<produce_batches_response>)> done) override {
     parts_.produce_.produce_batches_from(std::move(request), std::move(done),

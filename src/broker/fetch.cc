@@ -35,13 +35,23 @@ size_t fetch_service::owner(const std::string& topic, int32_t partition) const {
   return shard_of(topic, partition, partition_managers_.size());
 }
 
-result<void> fetch_service::check_readable(const model::topic_partition& tp) const {
+result<void> fetch_service::check_readable(const model::topic_partition& tp, int32_t current_leader_epoch) const {
   if (stopping_) return error{errc::broker_not_available, "the broker is shutting down"};
-  return admin_.check_partition_exists(tp);
+  if (auto exists = admin_.check_partition_exists(tp); !exists.ok()) return exists;
+  if (current_leader_epoch == -1) return base::ok_v;
+  // KIP-320: against this broker's metadata, before a call is forwarded (Kafka checks the
+  // partition's epoch, which its metadata sets).
+  auto topic = find_topic(tp.topic);
+  if (!topic) return error{errc::unknown_topic_or_partition, "topic '" + tp.topic + "' was deleted meanwhile"};
+  const int32_t known = topic->image->partitions[static_cast<size_t>(tp.partition.value())].leader_epoch;
+  return check_current_leader_epoch(current_leader_epoch, model::leader_epoch{known},
+                                    tp.topic + "-" + std::to_string(tp.partition.value()));
 }
 
 void fetch_service::fetch_known(fetch_request request, std::function<void(result<fetch_response>)> done) {
-  if (auto usable = check_readable(request.partition); !usable.ok()) return done(usable.error());
+  if (auto usable = check_readable(request.partition, request.current_leader_epoch); !usable.ok()) {
+    return done(usable.error());
+  }
   if (request.max_bytes <= 0) {
     return done(error{errc::invalid_request, "max_bytes must be positive, got " + std::to_string(request.max_bytes)});
   }
@@ -73,7 +83,9 @@ void fetch_service::fetch_here(fetch_request request, std::function<void(result<
 
 void fetch_service::list_offsets_known(list_offsets_request request,
                                        std::function<void(result<list_offsets_response>)> done) {
-  if (auto usable = check_readable(request.partition); !usable.ok()) return done(usable.error());
+  if (auto usable = check_readable(request.partition, request.current_leader_epoch); !usable.ok()) {
+    return done(usable.error());
+  }
   auto topic = find_topic(request.partition.topic);
   auto leader = leader_route(*topic, request.partition.partition.value());
   if (!leader.ok()) return done(leader.error());
@@ -102,10 +114,12 @@ void fetch_service::list_offsets_here(list_offsets_request request,
       switch (request.spec) {
         case offset_spec::earliest:
           out.found_offset = rt->log->log_start_offset();
+          out.leader_epoch = epoch_of_offset(rt->log->leader_epochs(), *out.found_offset);
           break;
         case offset_spec::latest:
           // KIP-98: a read_committed consumer's end of the log is the last stable offset.
           out.found_offset = upper;
+          out.leader_epoch = rt->epoch;   // Kafka's Partition.fetchOffsetForTimestamp: the current epoch
           break;
         case offset_spec::timestamp: {
           auto found = rt->log->offset_for_timestamp(request.timestamp);
@@ -113,12 +127,27 @@ void fetch_service::list_offsets_here(list_offsets_request request,
           if (found.value() && found.value()->found_offset < upper) {
             out.found_offset = found.value()->found_offset;
             out.timestamp = found.value()->timestamp;  // the record's own timestamp, as Kafka answers
+            out.leader_epoch = epoch_of_offset(rt->log->leader_epochs(), *out.found_offset);
           }
           break;
         }
       }
       done(std::move(out));
     });
+  });
+}
+
+void fetch_service::end_offset_for_leader_epoch(epoch_end_offset_request request,
+                                                std::function<void(result<epoch_end_offset>)> done) {
+  if (auto usable = check_readable(request.partition, -1); !usable.ok()) return done(usable.error());
+  // Not when_replica_open: a Kafka client asks the leader it found in Metadata and retries on
+  // not_leader_or_follower, as for Produce.
+  const size_t shard = owner(request.partition.topic, request.partition.partition.value());
+  if (!runtime_.admits(shard)) return done(shard_busy(shard));
+  runtime_.post(shard, [this, shard, request = std::move(request), done = std::move(done)]() mutable {
+    auto rt = partition_managers_[shard]->find(request.partition.topic, request.partition.partition.value());
+    if (!rt) return done(no_replica_here(find_topic(request.partition.topic) != nullptr, request.partition));
+    done(rt->end_offset_for_leader_epoch(request.current_leader_epoch, request.leader_epoch));
   });
 }
 

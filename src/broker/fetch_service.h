@@ -49,13 +49,18 @@ class fetch_service {
   void fetch_here(fetch_request request, std::function<void(result<fetch_response>)> done);
   void list_offsets_here(list_offsets_request request, std::function<void(result<list_offsets_response>)> done);
 
+  /// OffsetForLeaderEpoch of one partition, answered by its replica on this node
+  /// (partition_runtime::end_offset_for_leader_epoch: a follower refuses), never forwarded.
+  void end_offset_for_leader_epoch(epoch_end_offset_request request, std::function<void(result<epoch_end_offset>)> done);
+
   /// fetch_response::read_id of every shard's replicas (partition_context's next_read_id); 0
   /// means "no records".
   [[nodiscard]] std::atomic<uint64_t>& next_read_id() { return next_read_id_; }
 
  private:
-  /// The topic and partition exist and the broker is not stopping.
-  [[nodiscard]] result<void> check_readable(const model::topic_partition& tp) const;
+  /// The topic and partition exist, the broker is not stopping, and `current_leader_epoch` (a
+  /// Kafka client's CurrentLeaderEpoch, -1: none) is this broker's (KIP-320).
+  [[nodiscard]] result<void> check_readable(const model::topic_partition& tp, int32_t current_leader_epoch) const;
   /// The topic `name` as of the calling thread's metadata view, or null.
   [[nodiscard]] std::shared_ptr<const topic_state> find_topic(const std::string& name) const;
   /// The shard whose thread owns `topic`/`partition`.

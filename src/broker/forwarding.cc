@@ -632,6 +632,7 @@ void leader_forwarder::forward_list_offsets(int32_t leader, list_offsets_request
         list_offsets_response out;
         if (p.offset >= 0) out.found_offset = model::offset{p.offset};
         out.timestamp = p.timestamp;
+        out.leader_epoch = model::leader_epoch{p.leader_epoch};
         done(out);
       });
 }
@@ -680,6 +681,7 @@ void leader_forwarder::handle_forwarded_list_offsets(const protocol::request_hea
     } else {
       part.offset = r->found_offset ? r->found_offset->value() : -1;
       part.timestamp = r->timestamp;
+      part.leader_epoch = r->leader_epoch.value();
     }
     topic.partitions.push_back(part);
     response.topics.push_back(topic);

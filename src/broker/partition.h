@@ -19,8 +19,10 @@ namespace ringlog::broker::detail {
 
 using ::ringlog::partition::ack_waiter;
 using ::ringlog::partition::after_failure;
+using ::ringlog::partition::check_current_leader_epoch;
 using ::ringlog::partition::compaction;
 using ::ringlog::partition::decode_fetched_records;
+using ::ringlog::partition::epoch_of_offset;
 using ::ringlog::partition::fetch_waiter;
 using ::ringlog::partition::leadership_observer;
 using ::ringlog::partition::log_directory;

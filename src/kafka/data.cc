@@ -81,6 +81,8 @@ size_t fitting_prefix(const bytes& batches, size_t budget, bool at_least_one) {
 
 /// The first Produce version whose answer carries KIP-951's CurrentLeader and NodeEndpoints.
 constexpr int16_t produce_leader_hints_version = 10;
+/// ListOffsets answers carry LeaderEpoch from this version on (KIP-320).
+constexpr int16_t list_offsets_leader_epoch_version = 4;
 
 namespace {
 
@@ -299,6 +301,7 @@ struct fetch_part {
   std::vector<io::file_range> ranges;
   size_t ranges_bytes = 0;
   int64_t next_fetch_offset = 0;   // the read's: one past the last offset of its last batch
+  int32_t current_leader_epoch = -1;   // Fetch v9+ (KIP-320): the broker refuses another epoch
 };
 
 /// Whole batches at the front of `ranges` (one batch each) that fit in `budget` bytes; at least
@@ -457,6 +460,7 @@ broker::fetch_request make_request(const std::string& topic, const fetch_part& p
   // from the aborted_transactions list, as with Kafka), so every fetch may take it.
   f.file_ranges = zero_copy;
   f.isolation = isolation;
+  f.current_leader_epoch = p.current_leader_epoch;
   return f;
 }
 
@@ -655,6 +659,7 @@ void handle_fetch(const request_context& ctx, protocol::fetch_request_data reque
       part.topic_index = t;
       part.partition = p.partition;
       part.fetch_offset = p.fetch_offset;
+      part.current_leader_epoch = p.current_leader_epoch;   // -1 below v9 (the schema's default)
       part.partition_max_bytes = static_cast<int32_t>(std::min<int64_t>(p.partition_max_bytes, max_bytes));
       // READ on the topic (a consumer's fetch): refused partitions are answered, never read.
       part.refused = !ctx.authorized(security::resource_type::topic, request.topics[t].topic, security::acl_operation::read);
@@ -690,6 +695,7 @@ void handle_list_offsets(const request_context& ctx, protocol::list_offsets_requ
     size_t topic_index;
     int32_t partition;
     int64_t timestamp;
+    int32_t current_leader_epoch;   // v4+ (KIP-320); -1 below
   };
   std::vector<target> targets;
   std::vector<std::string> names;
@@ -697,7 +703,9 @@ void handle_list_offsets(const request_context& ctx, protocol::list_offsets_requ
                                                                          : broker::isolation_level::read_uncommitted;
   for (size_t t = 0; t < request.topics.size(); ++t) {
     names.push_back(request.topics[t].name);
-    for (const auto& p : request.topics[t].partitions) targets.push_back({t, p.partition_index, p.timestamp});
+    for (const auto& p : request.topics[t].partitions) {
+      targets.push_back({t, p.partition_index, p.timestamp, p.current_leader_epoch});
+    }
   }
   std::vector<size_t> topic_of;
   for (const auto& t : targets) topic_of.push_back(t.topic_index);
@@ -726,6 +734,7 @@ void handle_list_offsets(const request_context& ctx, protocol::list_offsets_requ
     broker::list_offsets_request lo;
     lo.partition = model::topic_partition{names[t.topic_index], model::partition_id{t.partition}};
     lo.isolation = isolation;
+    lo.current_leader_epoch = t.current_leader_epoch;
     // Kafka's special timestamps: -1 latest (the high watermark; the last stable offset with
     // read_committed, KIP-98), -2 earliest.
     if (t.timestamp == -1) {
@@ -740,13 +749,16 @@ void handle_list_offsets(const request_context& ctx, protocol::list_offsets_requ
       lo.spec = broker::offset_spec::timestamp;
       lo.timestamp = t.timestamp;
     }
-    b.list_offsets(std::move(lo), [g, i](broker::result<broker::list_offsets_response> r) {
+    // LeaderEpoch exists from v4 (KIP-320): an older answer carrying one would not encode.
+    const bool with_epoch = ctx.api_version >= list_offsets_leader_epoch_version;
+    b.list_offsets(std::move(lo), [g, i, with_epoch](broker::result<broker::list_offsets_response> r) {
       partition_result& res = g->slot(i);
       if (!r.ok()) {
         res.error_code = code_of(r.error());
       } else if (r->found_offset) {
         res.offset = r->found_offset->value();
         res.timestamp = r->timestamp;
+        if (with_epoch) res.leader_epoch = r->leader_epoch.value();
       }
       g->complete_one();
     });
@@ -757,61 +769,61 @@ void handle_list_offsets(const request_context& ctx, protocol::list_offsets_requ
 // ---------------------------------------------------------------- OffsetForLeaderEpoch
 
 void handle_offset_for_leader_epoch(const request_context& ctx, protocol::offset_for_leader_epoch_request_data request) {
-  // KIP-101/279: the end offset of the largest leader epoch <= the one asked. One node keeps one
-  // leader epoch per partition (a topic created again starts over), so the answer is the
-  // partition's current epoch and log end offset, or "undefined" for an older epoch.
+  // KIP-101/279/320: the end offset of the largest leader epoch <= the one asked, from the
+  // leader's epoch cache (broker::end_offset_for_leader_epoch). KIP-320 consumers ask it after
+  // every leader change: an undefined answer for an epoch the log holds reads as truncation and
+  // resets their position by auto.offset.reset.
+  using epoch_end_offset = protocol::offset_for_leader_epoch_response_data::epoch_end_offset;
   using topic_result = protocol::offset_for_leader_epoch_response_data::offset_for_leader_topic_result;
   broker::broker& b = ctx.broker_api();
-  const size_t n = request.topics.size();
-  auto g = std::make_shared<gather<topic_result>>(n, [ctx](std::vector<topic_result>& results) {
+  struct target {
+    size_t topic_index;
+    int32_t partition;
+    int32_t current_leader_epoch;
+    int32_t leader_epoch;
+  };
+  std::vector<target> targets;
+  for (size_t t = 0; t < request.topics.size(); ++t) {
+    for (const auto& p : request.topics[t].partitions) {
+      targets.push_back({t, p.partition, p.current_leader_epoch, p.leader_epoch});
+    }
+  }
+  std::vector<std::string> names;
+  for (const auto& t : request.topics) names.push_back(t.topic);
+  std::vector<size_t> topic_of;
+  for (const auto& t : targets) topic_of.push_back(t.topic_index);
+  auto g = std::make_shared<gather<epoch_end_offset>>(targets.size(), [ctx, names, topic_of](std::vector<epoch_end_offset>& results) {
     protocol::offset_for_leader_epoch_response_data out;
-    out.topics = std::move(results);
+    for (const auto& n : names) {
+      topic_result t;
+      t.topic = n;
+      out.topics.push_back(std::move(t));
+    }
+    for (size_t i = 0; i < results.size(); ++i) out.topics[topic_of[i]].partitions.push_back(std::move(results[i]));
     ctx.answer(out);
   });
-  for (size_t i = 0; i < n; ++i) {
-    auto& t = request.topics[i];
-    g->slot(i).topic = t.topic;
-    if (!ctx.authorized(security::resource_type::topic, t.topic, security::acl_operation::describe)) {
-      for (const auto& p : t.partitions) {
-        protocol::offset_for_leader_epoch_response_data::epoch_end_offset e;
-        e.partition = p.partition;
-        e.error_code = error_code::topic_authorization_failed;
-        e.leader_epoch = -1;
-        e.end_offset = -1;
-        g->slot(i).partitions.push_back(std::move(e));
-      }
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const auto& t = targets[i];
+    epoch_end_offset& slot = g->slot(i);
+    slot.partition = t.partition;
+    slot.leader_epoch = -1;
+    slot.end_offset = -1;
+    if (!ctx.authorized(security::resource_type::topic, names[t.topic_index], security::acl_operation::describe)) {
+      slot.error_code = error_code::topic_authorization_failed;
       g->complete_one();
       continue;
     }
-    b.admin().describe_topic(t.topic, [g, i, partitions = t.partitions](broker::result<broker::topic_description> d) {
-      topic_result& out = g->slot(i);
-      for (const auto& p : partitions) {
-        protocol::offset_for_leader_epoch_response_data::epoch_end_offset e;
-        e.partition = p.partition;
-        e.leader_epoch = -1;
-        e.end_offset = -1;
-        const broker::partition_description* found = nullptr;
-        if (d.ok()) {
-          for (const auto& pd : d->partitions) {
-            if (pd.partition.value() == p.partition) found = &pd;
-          }
-        }
-        if (!d.ok() && d.error().code != broker::errc::unknown_topic_or_partition) {
-          e.error_code = code_of(d.error());
-        } else if (found == nullptr) {
-          e.error_code = error_code::unknown_topic_or_partition;
-        } else {
-          const int32_t current = found->leader_epoch.value();
-          if (p.current_leader_epoch > current) {
-            e.error_code = error_code::unknown_leader_epoch;
-          } else if (p.current_leader_epoch != -1 && p.current_leader_epoch < current) {
-            e.error_code = error_code::fenced_leader_epoch;
-          } else if (p.leader_epoch >= current) {
-            e.leader_epoch = current;
-            e.end_offset = found->log_end_offset.value();
-          }
-        }
-        out.partitions.push_back(std::move(e));
+    broker::epoch_end_offset_request asked;
+    asked.partition = model::topic_partition{names[t.topic_index], model::partition_id{t.partition}};
+    asked.leader_epoch = model::leader_epoch{t.leader_epoch};
+    asked.current_leader_epoch = t.current_leader_epoch;
+    b.end_offset_for_leader_epoch(std::move(asked), [g, i](broker::result<broker::epoch_end_offset> r) {
+      epoch_end_offset& res = g->slot(i);
+      if (!r.ok()) {
+        res.error_code = code_of(r.error());
+      } else {
+        res.leader_epoch = r->leader_epoch.value();
+        res.end_offset = r->end_offset.value();
       }
       g->complete_one();
     });

@@ -51,6 +51,44 @@ result<void> partition_runtime::check_serving(std::optional<model::offset> readi
   });
 }
 
+result<void> check_current_leader_epoch(int32_t current_leader_epoch, model::leader_epoch known, const std::string& name) {
+  if (current_leader_epoch == -1 || current_leader_epoch == known.value()) return base::ok_v;
+  const std::string what = "the request names leader epoch " + std::to_string(current_leader_epoch) + " of " + name +
+                           ", this broker knows epoch " + std::to_string(known.value());
+  if (current_leader_epoch < known.value()) return error{errc::fenced_leader_epoch, what + ": refresh the metadata"};
+  return error{errc::unknown_leader_epoch, what + " (not yet the newer one): retry"};
+}
+
+model::leader_epoch epoch_of_offset(const std::map<int32_t, model::offset>& epochs, model::offset offset) {
+  // Start offsets grow with the epochs (storage keeps them so): the last entry starting at or
+  // below `offset` is its epoch.
+  model::leader_epoch out{-1};
+  for (const auto& [e, start] : epochs) {
+    if (start > offset) break;
+    out = model::leader_epoch{e};
+  }
+  return out;
+}
+
+result<epoch_end_offset> partition_runtime::end_offset_for_leader_epoch(int32_t current_leader_epoch,
+                                                                        model::leader_epoch asked) const {
+  if (auto fenced = check_current_leader_epoch(current_leader_epoch, epoch, name()); !fenced.ok()) return fenced.error();
+  if (!leader) {
+    return error{errc::not_leader_or_follower, "this broker does not lead " + name() + " now: ask its leader"};
+  }
+  const model::offset log_end = log->log_end_offset();
+  // Kafka's leader puts its epoch in the cache when elected; this log learns an epoch from its
+  // first batch, so the current epoch, asked before its first append, is answered here.
+  if (asked.value() < 0 || asked > epoch) return epoch_end_offset{};
+  if (asked == epoch) return epoch_end_offset{asked, log_end};
+  if (auto found = log->end_offset_for_epoch(asked)) return epoch_end_offset{found->first, found->second};
+  // Older than every cached epoch (their records went below the log start): KIP-279 answers the
+  // asked epoch ending where the first cached one starts. An empty cache: nothing was appended
+  // since this leadership began.
+  const auto& epochs = log->leader_epochs();
+  return epoch_end_offset{asked, epochs.empty() ? epoch_start_offset : epochs.begin()->second};
+}
+
 result<void> partition_runtime::check_fetch_serving(model::offset fetch_offset) const {
   // Every Fetch answer carries the high watermark: an establishing leader's is refused at any
   // offset, a lapsed lease only at the end (replication::answer_fetch).

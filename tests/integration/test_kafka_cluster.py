@@ -19,6 +19,7 @@ import kafka_wire
 from conftest import wait_until
 from test_cluster import FAILOVER_DEADLINE_S, Cluster
 from test_replication import isr_of, leader_of
+from test_replication import produce as produce_http
 
 
 def quiet(f):
@@ -180,6 +181,148 @@ def test_produce_to_a_non_leader_names_the_leader_and_its_endpoint_kip_951(ringl
             _, body = kafka_wire.exchange(sock, kafka_wire.API_PRODUCE, 3, 8, kafka_wire.produce_v3("hint", 0, records))
         assert [(t, p, e) for t, p, e, _, _ in kafka_wire.parse_produce_v3(body)] == [("hint", 0, 6)]
         other.healthy()
+
+
+# ---------------------------------------------------------------- OffsetForLeaderEpoch (KIP-320)
+
+def offset_for_leader_epoch_v3(node, topic, current_leader_epoch, leader_epoch):
+    """One OffsetForLeaderEpoch v3 (replica_id -1: a consumer) of partition 0 to `node`:
+    (error_code, leader_epoch, end_offset)."""
+    body = (struct.pack(">ii", -1, 1) + kafka_wire.string(topic) +
+            struct.pack(">iiii", 1, 0, current_leader_epoch, leader_epoch))
+    with kafka_wire.connect(node.bootstrap) as sock:
+        _, answer = kafka_wire.exchange(sock, 23, 3, 23, body)
+    r = kafka_wire.Reader(answer)
+    r.take(">i")                       # throttle_time_ms
+    assert r.take(">i") == 1 and r.string() == topic and r.take(">i") == 1
+    error, partition, epoch, end_offset = r.take(">h"), r.take(">i"), r.take(">i"), r.take(">q")
+    assert partition == 0
+    return error, epoch, end_offset
+
+
+def _leader_epoch_of(node, topic):
+    return requests.get(node.v3(f"/topics/{topic}/partitions/0"), timeout=5).json()["leader_epoch"]
+
+
+def _produced(node, topic, values):
+    """The values' offsets once node accepted them all with acks=all, or None (retried by the caller)."""
+    try:
+        r = produce_http(node, topic, 0, values)
+    except requests.RequestException:
+        return None
+    if r.status_code != 200 or any(o.get("error") is not None for o in r.json()["offsets"]):
+        return None
+    return [o["offset"] for o in r.json()["offsets"]]
+
+
+@contextlib.contextmanager
+def _leader_killed_once(tmp_path, topic):
+    """Three brokers and `topic` (1 partition, rf 3): ten records acknowledged in the first leader's
+    epoch, that leader killed with -9, ten more in the next leader's. Yields a dict: the cluster
+    `c`, `first`/`leader`/`follower` (nodes), `old_epoch`/`epoch` and the offsets where they end,
+    `old_end`/`log_end`. (A retried produce may have stored a failed attempt's records too:
+    ends are read off the answered offsets, never assumed.)"""
+    with cluster_with_topic(tmp_path, topic) as c:
+        n1 = c.node(1)
+        wait_until(lambda: quiet(lambda: isr_of(n1, topic, 0)) == [1, 2, 3] or None, 20.0, "an ISR of three")
+        first = wait_until(lambda: quiet(lambda: leader_of(n1, topic, 0)), 20.0, "a leader")
+        writer = next(n for n in c.nodes if n.node_id != first)
+        old_end = wait_until(lambda: _produced(writer, topic, [f"a{i}" for i in range(10)]), 30.0,
+                             "ten records acknowledged")[-1] + 1
+        old_epoch = _leader_epoch_of(c.node(first), topic)
+        assert offset_for_leader_epoch_v3(c.node(first), topic, old_epoch, old_epoch) == (0, old_epoch, old_end)
+        c.node(first).kill()
+        second = wait_until(lambda: (lambda l: l if l not in (None, first) else None)(quiet(lambda: leader_of(writer, topic, 0))),
+                            FAILOVER_DEADLINE_S, "a new leader")
+        log_end = wait_until(lambda: _produced(writer, topic, [f"b{i}" for i in range(10)]), 30.0,
+                             "ten more records acknowledged")[-1] + 1
+        leader = c.node(second)
+        epoch = _leader_epoch_of(leader, topic)
+        assert epoch > old_epoch
+        # The new leader's partition has applied its epoch once it answers it.
+        assert wait_until(lambda: (lambda a: a if a[0] == 0 else None)(offset_for_leader_epoch_v3(leader, topic, epoch, epoch)),
+                          10.0, "the new leader answering its epoch") == (0, epoch, log_end)
+        follower = next(n for n in c.nodes if n.node_id not in (first, second))
+        wait_until(lambda: _leader_epoch_of(follower, topic) == epoch or None, 10.0, "the follower learning the epoch")
+        yield dict(c=c, first=c.node(first), leader=leader, follower=follower, old_epoch=old_epoch, epoch=epoch,
+                   old_end=old_end, log_end=log_end)
+
+
+def test_offset_for_leader_epoch_answers_older_epochs_from_the_leaders_epoch_cache(ringlog_bin, tmp_path):
+    """KIP-320 consumers (librdkafka >= 2.1, the Java consumer >= 2.3) validate their position
+    with OffsetForLeaderEpoch after every leader change, asking the epoch of the last record they
+    fetched. Kafka answers from the leader's epoch cache (LeaderEpochFileCache.endOffsetFor): the
+    largest epoch <= the one asked and where it ends. An older epoch answered "undefined" (-1, -1)
+    reads as log truncation and resets the consumer by auto.offset.reset (a breaker saw 200
+    acknowledged records skipped with latest). A follower refuses (NOT_LEADER_OR_FOLLOWER); a
+    stale or future CurrentLeaderEpoch is FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH."""
+    with _leader_killed_once(tmp_path, "olfe") as k:
+        leader, old_epoch, epoch, old_end = k["leader"], k["old_epoch"], k["epoch"], k["old_end"]
+        # The old epoch ends where the new one's records start.
+        assert offset_for_leader_epoch_v3(leader, "olfe", epoch, old_epoch) == (0, old_epoch, old_end)
+        assert offset_for_leader_epoch_v3(leader, "olfe", -1, old_epoch) == (0, old_epoch, old_end)
+        # An epoch between the two (no record of its own) ends where the next one with records starts.
+        if epoch - old_epoch > 1:
+            assert offset_for_leader_epoch_v3(leader, "olfe", -1, epoch - 1) == (0, old_epoch, old_end)
+        # An epoch newer than the leader's: undefined, as Kafka's cache answers it.
+        assert offset_for_leader_epoch_v3(leader, "olfe", -1, epoch + 5) == (0, -1, -1)
+        # KIP-320's fence on CurrentLeaderEpoch.
+        assert offset_for_leader_epoch_v3(leader, "olfe", old_epoch, old_epoch)[0] == 74
+        assert offset_for_leader_epoch_v3(leader, "olfe", epoch + 1, old_epoch)[0] == 75
+        # A follower does not answer for its leader: the client goes to the leader.
+        assert wait_until(lambda: (lambda a: a if a[0] != 75 else None)(offset_for_leader_epoch_v3(k["follower"], "olfe", epoch, old_epoch)),
+                          10.0, "the follower applying the epoch") == (6, -1, -1)
+        assert offset_for_leader_epoch_v3(leader, "nosuch", -1, 0)[0] == 3
+        leader.healthy()
+
+
+def fetch_v11(node, topic, current_leader_epoch, fetch_offset=0):
+    """One Fetch v11 of partition 0 (no session): (error_code, high_watermark)."""
+    body = (struct.pack(">iiiibii", -1, 0, 0, 1 << 20, 0, 0, -1) + struct.pack(">i", 1) + kafka_wire.string(topic) +
+            struct.pack(">iiiqqi", 1, 0, current_leader_epoch, fetch_offset, -1, 1 << 20) +
+            struct.pack(">i", 0) + kafka_wire.string(""))
+    with kafka_wire.connect(node.bootstrap) as sock:
+        _, answer = kafka_wire.exchange(sock, kafka_wire.API_FETCH, 11, 5, body)
+    r = kafka_wire.Reader(answer)
+    r.take(">i"), r.take(">h"), r.take(">i")   # throttle_time_ms, error_code, session_id
+    assert r.take(">i") == 1 and r.string() == topic and r.take(">i") == 1
+    assert r.take(">i") == 0
+    return r.take(">h"), r.take(">q")
+
+
+def list_offsets_v5(node, topic, current_leader_epoch, timestamp):
+    """One ListOffsets v5 of partition 0: (error_code, offset, leader_epoch)."""
+    body = (struct.pack(">ibi", -1, 0, 1) + kafka_wire.string(topic) +
+            struct.pack(">iiiq", 1, 0, current_leader_epoch, timestamp))
+    with kafka_wire.connect(node.bootstrap) as sock:
+        _, answer = kafka_wire.exchange(sock, 2, 5, 6, body)
+    r = kafka_wire.Reader(answer)
+    r.take(">i")
+    assert r.take(">i") == 1 and r.string() == topic and r.take(">i") == 1
+    assert r.take(">i") == 0
+    error, _timestamp, offset, epoch = r.take(">h"), r.take(">q"), r.take(">q"), r.take(">i")
+    return error, offset, epoch
+
+
+def test_fetch_and_list_offsets_fence_a_stale_or_future_current_leader_epoch(ringlog_bin, tmp_path):
+    """KIP-320 (Kafka's Partition.checkCurrentLeaderEpoch): Fetch v9+ and ListOffsets v4+ name the
+    leader epoch the client believes current; an older one is FENCED_LEADER_EPOCH (74), a newer
+    one UNKNOWN_LEADER_EPOCH (75), so a client with stale metadata refreshes it instead of reading
+    on. ListOffsets answers the epoch of the offset it found (latest: the leader's current one)."""
+    with _leader_killed_once(tmp_path, "fence") as k:
+        leader, follower, old_epoch, epoch = k["leader"], k["follower"], k["old_epoch"], k["epoch"]
+        assert fetch_v11(leader, "fence", epoch) == (0, k["log_end"])
+        assert fetch_v11(leader, "fence", -1) == (0, k["log_end"])
+        assert fetch_v11(leader, "fence", old_epoch)[0] == 74
+        assert fetch_v11(leader, "fence", epoch + 5)[0] == 75
+        assert fetch_v11(follower, "fence", old_epoch)[0] == 74   # before the follower forwards it
+        assert list_offsets_v5(leader, "fence", epoch, -1) == (0, k["log_end"], epoch)
+        assert list_offsets_v5(leader, "fence", -1, -2) == (0, 0, old_epoch)
+        assert list_offsets_v5(leader, "fence", old_epoch, -1)[0] == 74
+        assert list_offsets_v5(leader, "fence", epoch + 5, -1)[0] == 75
+        # Through the follower (forwarded to the leader): the leader's epochs come back too.
+        assert list_offsets_v5(follower, "fence", epoch, -1) == (0, k["log_end"], epoch)
+        leader.healthy()
 
 
 def _or_none(f):

@@ -248,6 +248,7 @@ struct produce_response {
 };
 
 using ::ringlog::partition::aborted_transaction;
+using ::ringlog::partition::epoch_end_offset;
 using ::ringlog::partition::fetch_params;
 using ::ringlog::partition::fetch_response;
 using ::ringlog::partition::isolation_level;
@@ -270,11 +271,28 @@ struct list_offsets_request {
   /// read_committed: `latest` is the last stable offset instead of the high watermark, and a
   /// timestamp lookup finds nothing at or above it (Kafka's ListOffsets IsolationLevel, KIP-98).
   isolation_level isolation = isolation_level::read_uncommitted;
+  /// ListOffsets v4+'s CurrentLeaderEpoch (KIP-320; partition::check_current_leader_epoch);
+  /// -1: not checked.
+  int32_t current_leader_epoch = -1;
 };
 
 struct list_offsets_response {
   std::optional<model::offset> found_offset;   // nullopt: no record at/after the timestamp
   model::timestamp_ms timestamp = model::no_timestamp;
+  /// Kafka's ListOffsets LeaderEpoch (v4+, KIP-320): latest, the leader's current epoch;
+  /// earliest and a timestamp, the epoch of the record found (from the log's epoch cache); -1
+  /// when nothing was found or the cache does not cover it.
+  model::leader_epoch leader_epoch{-1};
+};
+
+/// An OffsetForLeaderEpoch of one partition (Kafka API 23; KIP-101, KIP-279, KIP-320).
+struct epoch_end_offset_request {
+  model::topic_partition partition;
+  /// The epoch whose end the client asks (its last fetched record's partition leader epoch).
+  model::leader_epoch leader_epoch{-1};
+  /// The partition's leader epoch as the client believes it (CurrentLeaderEpoch, v2+); -1:
+  /// not checked.
+  int32_t current_leader_epoch = -1;
 };
 
 /// A DeleteRecords of one partition (Kafka API 21, KIP-107).
@@ -378,6 +396,15 @@ class broker {
   virtual void produce(produce_request request, std::function<void(result<produce_response>)> done) = 0;
   virtual void fetch(fetch_request request, std::function<void(result<fetch_response>)> done) = 0;
   virtual void list_offsets(list_offsets_request request, std::function<void(result<list_offsets_response>)> done) = 0;
+  /// Kafka OffsetForLeaderEpoch of one partition (partition_runtime::end_offset_for_leader_epoch:
+  /// the end of the largest leader epoch <= the one asked, from the leader's epoch cache), on its
+  /// leader only, never forwarded: KIP-320 consumers validate their position with it after a
+  /// leader change, and an undefined answer for an epoch the log holds reads as truncation.
+  /// Errors: unknown_topic_or_partition, fenced_leader_epoch, unknown_leader_epoch,
+  /// not_leader_or_follower (another broker leads it, or this node has no replica of it),
+  /// broker_not_available, throttling_quota_exceeded (the shard's queue is full).
+  virtual void end_offset_for_leader_epoch(epoch_end_offset_request request,
+                                           std::function<void(result<epoch_end_offset>)> done) = 0;
   /// Kafka Produce of one partition's batches (produce_batches_request). Errors:
   /// unknown_topic_or_partition, topic_authorization_failed (internal topic), corrupt_message
   /// (CRC, sizes, record count, a record that does not decode; names the batch), message_too_large

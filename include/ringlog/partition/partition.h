@@ -137,6 +137,17 @@ struct recent_read {
 
 class partition_runtime;
 
+/// KIP-320's fence (Kafka's Partition.checkCurrentLeaderEpoch): a client names the leader epoch
+/// of partition `name` it believes current (-1: it names none, nothing is checked); `known` is
+/// this broker's. Errors: fenced_leader_epoch (older: the client's metadata is stale),
+/// unknown_leader_epoch (newer: this broker has not learned of it yet). Both retriable: the
+/// client refreshes its metadata.
+[[nodiscard]] result<void> check_current_leader_epoch(int32_t current_leader_epoch, model::leader_epoch known,
+                                                      const std::string& name);
+/// The leader epoch of the record at `offset` in an epoch cache (storage's leader_epochs():
+/// epoch -> its start offset): the largest epoch starting at or below it; -1 when none does.
+[[nodiscard]] model::leader_epoch epoch_of_offset(const std::map<int32_t, model::offset>& epochs, model::offset offset);
+
 /// What a partition reaches outside itself, one per shard (the broker's partition_contexts_),
 /// each member named for its use. The references outlive every partition (the broker owns both).
 struct partition_context {
@@ -243,6 +254,17 @@ class partition_runtime : public std::enable_shared_from_this<partition_runtime>
   /// Refuses consumer reads on a partition this node does not lead, or whose new leadership has
   /// not yet established its high watermark (KIP-207). Errors: not_leader_or_follower (retriable).
   [[nodiscard]] result<void> check_serving(std::optional<model::offset> reading_at) const;
+  /// OffsetForLeaderEpoch on the leader (Kafka's Partition.lastOffsetForLeaderEpoch and
+  /// LeaderEpochFileCache.endOffsetFor; KIP-101, KIP-279, KIP-320): for `asked` equal to the
+  /// current epoch, (asked, log end offset); below it, the largest epoch <= `asked` in the log's
+  /// epoch cache and the start offset of the next larger one (storage's end_offset_for_epoch,
+  /// the lookup replica fetches use for their diverging epoch); older than every cached epoch
+  /// (its records went with the log start), (asked, start of the first cached epoch); negative
+  /// or newer than the current epoch, undefined (-1, -1). Errors: check_current_leader_epoch's,
+  /// then not_leader_or_follower on a follower (Kafka answers only from the leader: a follower's
+  /// cache may still hold a suffix the leader truncated).
+  [[nodiscard]] result<epoch_end_offset> end_offset_for_leader_epoch(int32_t current_leader_epoch,
+                                                                     model::leader_epoch asked) const;
   /// The same for a Fetch at `fetch_offset`, whose answer carries the high watermark at any
   /// offset: offset_not_available while the leader establishes it (replication::answer_fetch).
   [[nodiscard]] result<void> check_fetch_serving(model::offset fetch_offset) const;

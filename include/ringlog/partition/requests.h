@@ -63,6 +63,10 @@ struct fetch_params {
   /// watermark is known or max_wait_ms passed (then it is answered empty); false (the Kafka door)
   /// answers offset_not_available at once, as Kafka does.
   bool wait_while_end_unknown = true;
+  /// The partition's leader epoch as a Kafka client believes it (Fetch v9+'s
+  /// CurrentLeaderEpoch, KIP-320): another epoch than the broker's is refused
+  /// (check_current_leader_epoch). -1: not checked (older clients, HTTP, WebSocket).
+  int32_t current_leader_epoch = -1;
 };
 
 struct fetch_response {
@@ -123,6 +127,17 @@ struct produce_batches_response {
   model::offset base_offset{-1};        // of the first batch; -1 with acks=none
   model::timestamp_ms log_append_time = model::no_timestamp;  // -1 unless LogAppendTime or a duplicate (its time)
   model::offset log_start_offset{-1};
+};
+
+/// What OffsetForLeaderEpoch answers for one partition (Kafka API 23; KIP-101, KIP-279,
+/// KIP-320): the largest leader epoch <= the one asked that the leader's log knows, and the
+/// offset where it ends (exclusive: the start of the next larger epoch, or the log end offset for
+/// the current one). Both -1 (Kafka's UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET) when the log
+/// knows no such epoch.
+struct epoch_end_offset {
+  model::leader_epoch leader_epoch{-1};
+  model::offset end_offset{-1};
+  bool operator==(const epoch_end_offset&) const = default;
 };
 
 }  // namespace ringlog::partition
