@@ -124,6 +124,10 @@ protocol::broker_heartbeat_response_data active_controller::controller_heartbeat
     response.error_code = static_cast<int16_t>(kafka_error_code(from_controller(answer.error()).code));
     return response;
   }
+  if (broker_heartbeats_.fence_in_flight(request.broker_id)) {
+    log_.info("heartbeat of broker " + std::to_string(request.broker_id) +
+              " answered fenced: its fence is proposed and not applied yet (its lease is not renewed)");
+  }
   completion_barrier_.heard(request.broker_id, request.broker_epoch, request.current_metadata_offset);
   response.is_caught_up = answer->is_caught_up;
   response.is_fenced = answer->is_fenced;
@@ -144,8 +148,11 @@ void active_controller::fence_lapsed_brokers() {
   if (!fencing) return;
   log_.info("fencing broker " + std::to_string(fencing->broker_id) + ": " + fencing->reason);
   fencing_in_flight_ = true;
-  parts_.writer.commit_records(std::move(fencing->records), [this](result<void> r) {
+  // Until the fence is applied here, its broker's heartbeats are answered fenced (answer's doc).
+  broker_heartbeats_.fence_proposed(fencing->broker_id);
+  parts_.writer.commit_records(std::move(fencing->records), [this, id = fencing->broker_id](result<void> r) {
     fencing_in_flight_ = false;
+    broker_heartbeats_.fence_settled(id);
     if (r.ok()) fence_lapsed_brokers();   // the next one, if any, on the new image
   });
 }

@@ -12,12 +12,17 @@ void broker_heartbeats::activate(const controller::metadata_image& image, int64_
   last_heartbeat_ms_.clear();
   refused_at_ms_.clear();
   fenced_answer_offset_.clear();
+  fences_in_flight_.clear();   // a previous term's proposals lie below epoch_start_offset
   epoch_start_offset_ = epoch_start_offset;
   for (const auto& [id, b] : image.brokers()) {
     last_heartbeat_ms_[id] = now_ms;
     heartbeat_epoch_[id] = b.broker_epoch;
   }
 }
+
+void broker_heartbeats::fence_proposed(int32_t broker_id) { fences_in_flight_.insert(broker_id); }
+
+void broker_heartbeats::fence_settled(int32_t broker_id) { fences_in_flight_.erase(broker_id); }
 
 void broker_heartbeats::heard(int32_t broker_id, int64_t now_ms) { last_heartbeat_ms_[broker_id] = now_ms; }
 
@@ -31,6 +36,7 @@ result<heartbeat_answer> broker_heartbeats::answer(const controller::metadata_im
   }
   heard(request.broker_id, now_ms);
   heartbeat_answer out;
+  if (fences_in_flight_.contains(request.broker_id)) return out;   // fenced, not caught up (the doc)
   out.is_fenced = b->fenced;
   // A fence this controller answered lies at or below the image of that answer; one a previous
   // controller committed, below this controller's epoch start.

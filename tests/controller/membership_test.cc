@@ -229,6 +229,37 @@ TEST_CASE("membership: heartbeat answers") {
     CHECK_FALSE(c->is_fenced);
     CHECK(c->is_caught_up);
   }
+  SUBCASE("a broker whose fence is proposed and not applied yet is answered fenced (its lease waits)") {
+    // cluster_sim --slow-fetches-after-heal seed 675 (session 37): broker 3, cut off longer than
+    // its session, heartbeated again after the heal while its fence was being committed; answered
+    // "not fenced, caught up" from the image without the fence, it renewed its lease and answered
+    // its old high watermark after the new leader acknowledged past it.
+    hb.fence_proposed(1);
+    CHECK(hb.fence_in_flight(1));
+    auto a = hb.answer(*image, heartbeat(*image, 1, false, image->offset()), 1'000);
+    REQUIRE(a.ok());
+    CHECK(a->is_fenced);
+    CHECK_FALSE(a->is_caught_up);
+    CHECK(a->records.empty());   // no unfence before the fence is applied
+    CHECK_FALSE(hb.answer(*image, heartbeat(*image, 2, false, image->offset()), 1'000)->is_fenced);   // others unaffected
+    // Applied: the image says fenced, and the broker must apply the fence before its lease renews.
+    auto fenced = with(*image, fence_broker_records(*image, *image->find_broker(1), false));
+    hb.fence_settled(1);
+    CHECK_FALSE(hb.fence_in_flight(1));
+    auto b = hb.answer(*fenced, heartbeat(*fenced, 1, false, image->offset()), 2'000);
+    REQUIRE(b.ok());
+    CHECK(b->is_fenced);
+    CHECK_FALSE(b->is_caught_up);
+    CHECK_FALSE(b->records.empty());   // the unfence
+  }
+  SUBCASE("a failed fence commit leaves the broker's answers to the image") {
+    hb.fence_proposed(1);
+    hb.fence_settled(1);
+    auto a = hb.answer(*image, heartbeat(*image, 1, false, image->offset()), 1'000);
+    REQUIRE(a.ok());
+    CHECK_FALSE(a->is_fenced);
+    CHECK(a->is_caught_up);
+  }
   SUBCASE("a broker never fenced is caught up though the image is entries ahead of it (a fresh cluster serves at once)") {
     // Session 36: the first heartbeat of every broker of a fresh cluster is answered from an
     // image an entry or two past what it applied (the internal topics, the forwarding secret);

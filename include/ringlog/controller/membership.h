@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,13 @@ class broker_heartbeats {
   /// has moved, and it would answer its old high watermark as the partition's end while the new
   /// leader acknowledges past it (tests/cluster isolate-leader seed 27, session 34). Kafka's
   /// BrokerHeartbeatManager likewise counts a broker caught up only from its metadata offset.
+  /// A broker whose fence this controller proposed and has not applied yet (fence_proposed) is
+  /// answered fenced and not caught up, with no records: Kafka's controller applies its records
+  /// as it appends them, so its answers see its own fence at once. Answered from the image
+  /// without it, "not fenced, caught up" would renew the lease of a broker cut off for longer
+  /// than its session until after the fence commits and its leaderships move (cluster_sim
+  /// --slow-fetches-after-heal seed 675, session 37: the old leader answered its high watermark
+  /// 47 after the new one acknowledged offset 57).
   /// Errors: stale_broker_epoch when the broker is not registered in request.broker_epoch
   /// (nothing is heard).
   result<heartbeat_answer> answer(const controller::metadata_image& image,
@@ -123,6 +131,12 @@ class broker_heartbeats {
   /// `heartbeat_interval_ms` before `now_ms` (the active controller probes them), in id order.
   [[nodiscard]] std::vector<int32_t> late(int64_t now_ms, int64_t heartbeat_interval_ms) const;
 
+  /// The caller proposed next_to_fence's records for broker `broker_id` (fence_proposed) or their
+  /// commit ended, applied or failed (fence_settled); answer tells a broker in between it is fenced.
+  void fence_proposed(int32_t broker_id);
+  void fence_settled(int32_t broker_id);
+  [[nodiscard]] bool fence_in_flight(int32_t broker_id) const { return fences_in_flight_.contains(broker_id); }
+
   /// A probe of broker `broker_id` started at `started_ms` found its cluster listener refusing
   /// connections: next_to_fence fences it at once unless it heard a heartbeat after `started_ms`.
   void refused(int32_t broker_id, int64_t started_ms);
@@ -134,6 +148,7 @@ class broker_heartbeats {
   /// The image offset of the last answer that found each broker fenced (answer's is_caught_up).
   std::map<int32_t, int64_t> fenced_answer_offset_;
   int64_t epoch_start_offset_ = -1;   // activate's: every broker must have applied it
+  std::set<int32_t> fences_in_flight_;   // fence_proposed and not fence_settled yet
 };
 
 /// An UnfenceBrokerRecord for broker `b`, then elect_leaderless's records for it (Kafka's
