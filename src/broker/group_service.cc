@@ -11,6 +11,7 @@
 
 #include "group_service_impl.h"
 
+#include "coordinator_write_error.h"
 
 namespace ringlog::broker::group_service_internal {
 
@@ -281,38 +282,10 @@ void group_service_impl::expire_offsets(shard_state& st, int64_t now_ms, group::
   for (auto& r : expired.records) records.push_back(std::move(r));
 }
 
-namespace {
-
-/// A failed write to __consumer_offsets as a group call answers it: the partition's errors mean
-/// the coordinator moved or cannot write now, and a client answers those by finding the
-/// coordinator again (Kafka's GroupMetadataManager maps NOT_LEADER_OR_FOLLOWER and
-/// KAFKA_STORAGE_ERROR to NOT_COORDINATOR, the not-enough-replicas and unknown-partition errors to
-/// COORDINATOR_NOT_AVAILABLE; both make clients rediscover it). The breaker of session 37 saw
-/// OffsetCommit and TxnOffsetCommit answered NOT_LEADER_OR_FOLLOWER when the coordinator moved,
-/// which librdkafka turned into an abortable transaction. As txn_service's state_write_error.
-error offsets_write_error(const error& e) {
-  switch (e.code) {
-    case errc::not_leader_or_follower:
-    case errc::kafka_storage_error:
-    case errc::not_enough_replicas:
-    case errc::not_enough_replicas_after_append:
-    case errc::request_timed_out:
-    case errc::unknown_topic_or_partition:
-    case errc::throttling_quota_exceeded:
-    case errc::broker_not_available:
-      return error{errc::not_coordinator, "the group's records could not be written to " +
-                                              std::string(consumer_offsets_topic) + " (" + e.message +
-                                              "): find the coordinator again and retry"};
-    default:
-      return e;
-  }
-}
-
-}  // namespace
-
 void group_service_impl::persist(size_t shard, group::record_list records, std::function<void(result<void>)> done) {
   if (records.empty()) return done(base::ok_v);
-  if (stopping_) return done(offsets_write_error(error{errc::broker_not_available, "the broker is shutting down"}));
+  if (stopping_) return done(coordinator_write_error(error{errc::broker_not_available, "the broker is shutting down"},
+                                                   "the group's records", consumer_offsets_topic));
   std::map<int32_t, std::vector<model::record>> by_partition;
   for (auto& r : records) {
     auto key = group::decode_offsets_topic_key(r.key);
@@ -336,7 +309,7 @@ void group_service_impl::persist(size_t shard, group::record_list records, std::
   for (auto& [p, recs] : by_partition) {
     // Every completion runs on this same shard: no lock needed.
     host_.append_internal(shard, p, std::move(recs), [g](result<void> r) {
-      if (!r.ok() && !g->failure) g->failure = offsets_write_error(r.error());
+      if (!r.ok() && !g->failure) g->failure = coordinator_write_error(r.error(), "the group's records", consumer_offsets_topic);
       if (--g->remaining == 0) g->done(g->failure ? result<void>(*g->failure) : result<void>(base::ok_v));
     });
   }

@@ -15,6 +15,7 @@
 #include "ringlog/base/assert.h"
 #include "ringlog/group/coordinator_partition.h"
 #include "ringlog/model/types.h"
+#include "coordinator_write_error.h"
 
 namespace ringlog::broker {
 namespace {
@@ -240,34 +241,6 @@ void txn_service_impl::schedule_sweep(size_t shard) {
 
 // ---------------------------------------------------------------- writes and markers
 
-namespace {
-
-/// What a client hears when the coordinator could not write a transaction's state to
-/// __transaction_state: Kafka's TransactionStateManager.appendTransactionToLog maps a lost or
-/// unreplicated append to NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE, so the client finds the
-/// coordinator again and retries the call, rather than the partition-level error (a
-/// NOT_LEADER_OR_FOLLOWER to EndTxn makes librdkafka abort a transaction that may be decided).
-/// ringlog answers NOT_COORDINATOR for both (retriable, the same client behaviour).
-error state_write_error(const error& e) {
-  switch (e.code) {
-    case errc::not_leader_or_follower:
-    case errc::kafka_storage_error:
-    case errc::not_enough_replicas:
-    case errc::not_enough_replicas_after_append:
-    case errc::request_timed_out:
-    case errc::unknown_topic_or_partition:
-    case errc::throttling_quota_exceeded:
-    case errc::broker_not_available:
-      return error{errc::not_coordinator, "the transaction's state could not be written to " +
-                                              std::string(transaction_state_topic) + " (" + e.message +
-                                              "): find the coordinator again and retry"};
-    default:
-      return e;
-  }
-}
-
-}  // namespace
-
 void txn_service_impl::write(size_t shard, int32_t p, const txn::txn_metadata& md,
                              std::function<void(result<void>)> then) {
   auto& pc = *shards_[shard]->partitions.at(p);
@@ -289,7 +262,7 @@ void txn_service_impl::write(size_t shard, int32_t p, const txn::txn_metadata& m
                              }
                              auto markers = it->second->coordinator.complete_write(id, r.ok());
                              if (markers) send_markers(shard, p, generation, std::move(*markers));
-                             if (!r.ok()) return then(state_write_error(r.error()));
+                             if (!r.ok()) return then(coordinator_write_error(r.error(), "the transaction's state", transaction_state_topic));
                              then(std::move(r));
                            });
 }
