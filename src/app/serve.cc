@@ -942,7 +942,10 @@ void log_serving(const config::server_config& cfg, int http_port, const std::str
   for (const auto& l : kafka) {
     config::listener_record as_bound = l.record;
     if (l.bound_port >= 0) as_bound.port = l.bound_port;
-    listeners += (listeners.empty() ? "" : ",") + as_bound.to_string();
+    std::string text = as_bound.to_string();
+    // As the "serving kafka" line writes the PLAINTEXT listener: kafka://, as users configure it.
+    if (l.record.name == "PLAINTEXT") text = "kafka" + text.substr(text.find("://"));
+    listeners += (listeners.empty() ? "" : ",") + text;
   }
   if (cluster_port >= 0) {
     listeners += (listeners.empty() ? "" : ",") + std::string("cluster://") + cfg.cluster_listener_host + ":" +
