@@ -14,20 +14,12 @@ import time
 from pathlib import Path
 
 import requests
-from confluent_kafka import Producer
 
 import kafka_wire as kw
 from conftest import Broker, free_port, wait_until
+from test_connection_limits import produce_one, rss_bytes
 
 DEFAULT_POOL = 536870912   # queued.max.request.bytes default (512 MiB)
-
-
-def rss_bytes(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
 
 
 def gauge(b, name):
@@ -35,15 +27,6 @@ def gauge(b, name):
         if line.startswith(name + " "):
             return float(line.split()[1])
     return None
-
-
-def produce_one(bootstrap, topic, value):
-    """A real client (librdkafka) produces one record and waits for its acknowledgement."""
-    acked = []
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "message.timeout.ms": 20000})
-    p.produce(topic, value=value, on_delivery=lambda err, msg: acked.append(err))
-    p.flush(30)
-    return acked == [None]
 
 
 def send_until_stalled(socks, each_bytes, stall_s=2.0, deadline_s=120.0):
