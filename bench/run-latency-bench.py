@@ -38,16 +38,25 @@ Usage: bench/run-latency-bench.py [BUILD_DIR]
        NODES=3 (a cluster of that many `ringlog serve` processes on this machine, each num.shards=1,
        topics with replication factor REPLICATION_FACTOR, default NODES; librdkafka bootstraps from
        every node and the breakdown sums every node's /metrics; HTTP/WebSocket runs go to node 1).
-Runs its own broker (HTTP 127.0.0.1:9890, Kafka 127.0.0.1:9892) with a temporary log.dirs under
-TMPDIR (the disk the broker and fio write to). Prints `uptime` before and after: figures taken
-at a load above ~1 are not quiet. Not a test: no figure is asserted.
+       BASE_PORT=9890: node i (0-based) listens on HTTP BASE_PORT+10i, Kafka BASE_PORT+2+10i and
+       (NODES > 1) cluster BASE_PORT+4+10i; each must be free (checked before anything starts).
+Runs its own broker (HTTP 127.0.0.1:9890, Kafka 127.0.0.1:9892 by default) with a temporary
+log.dirs under TMPDIR (the disk the broker and fio write to); each node's log is kept in
+$TMPDIR/ringlog-latency-bench-PORT-nodeN.log (PORT the node's HTTP port). Prints `uptime` before
+and after: figures taken at a load above ~1 are not quiet. Not a test: no figure is asserted.
 """
-import json, os, re, resource, shutil, statistics, subprocess, sys, tempfile, time
+import json, os, re, resource, shutil, socket, statistics, subprocess, sys, tempfile, time
 
 import requests
 
+if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1].startswith("-")):
+    print(__doc__.strip())
+    sys.exit(0 if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help") else 2)
 BUILD = sys.argv[1] if len(sys.argv) > 1 else "build"
 RINGLOG = os.path.join(BUILD, "src/app/ringlog")
+if not os.access(RINGLOG, os.X_OK):
+    sys.exit(f"no ringlog binary at {RINGLOG}: build first (./scripts/build.sh) or name the build directory "
+             "(usage: bench/run-latency-bench.py [BUILD_DIR])")
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLIENT_SRC = os.path.join(HERE, "latency_client.cc")
 CLIENT = os.path.join(BUILD, "bench", "latency_client")
@@ -61,9 +70,14 @@ BATCH = int(os.environ.get("BATCH", "100"))
 LINGER_MS = os.environ.get("LINGER_MS", "1")
 NODES = int(os.environ.get("NODES", "1"))
 REPLICATION_FACTOR = int(os.environ.get("REPLICATION_FACTOR", str(NODES)))
-# Node i (0-based) listens on HTTP 9890+10i, Kafka 9892+10i and (NODES > 1) cluster 9894+10i.
-HTTPS_OF_NODES = [f"http://127.0.0.1:{9890 + 10 * i}" for i in range(NODES)]
-KAFKAS_OF_NODES = [f"127.0.0.1:{9892 + 10 * i}" for i in range(NODES)]
+# Node i (0-based) listens on HTTP BASE_PORT+10i, Kafka BASE_PORT+2+10i and (NODES > 1) cluster
+# BASE_PORT+4+10i.
+BASE_PORT = int(os.environ.get("BASE_PORT", "9890"))
+HTTP_PORTS = [BASE_PORT + 10 * i for i in range(NODES)]
+KAFKA_PORTS = [BASE_PORT + 2 + 10 * i for i in range(NODES)]
+CLUSTER_PORTS = [BASE_PORT + 4 + 10 * i for i in range(NODES)] if NODES > 1 else []
+HTTPS_OF_NODES = [f"http://127.0.0.1:{p}" for p in HTTP_PORTS]
+KAFKAS_OF_NODES = [f"127.0.0.1:{p}" for p in KAFKA_PORTS]
 HTTP = HTTPS_OF_NODES[0]
 KAFKA = ",".join(KAFKAS_OF_NODES)
 STAGES = ["queue", "append", "fsync_wait", "fsync", "replication_wait", "total", "order_wait", "sent"]
@@ -111,18 +125,33 @@ def build_client():
                     "-lrdkafka", "-lpthread"], check=True)
 
 
-def wait_healthy(proc, seconds=30, url=HTTP):
+def ports_in_use():
+    """The ports of HTTP_PORTS, KAFKA_PORTS and CLUSTER_PORTS that another process holds on 127.0.0.1."""
+    held = []
+    for port in HTTP_PORTS + KAFKA_PORTS + CLUSTER_PORTS:
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                held.append(port)
+    return held
+
+
+def wait_healthy(proc, log_path, seconds=30, url=HTTP):
+    """Polls `url`/v1/health until 200 from this run's own node `proc` (it must still run after the
+    answer: a port another process took would answer for it). Exits naming the node's log."""
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         if proc.poll() is not None:
-            raise SystemExit("ringlog exited early")
+            raise SystemExit(f"ringlog exited early with {proc.returncode}; its log: {log_path}")
         try:
-            if requests.get(url + "/v1/health", timeout=1).status_code == 200:
+            if requests.get(url + "/v1/health", timeout=1).status_code == 200 and proc.poll() is None:
                 return
         except requests.ConnectionError:
             pass
         time.sleep(0.05)
-    raise SystemExit("ringlog did not become healthy")
+    raise SystemExit(f"ringlog did not become healthy at {url} in {seconds} s; its log: {log_path}")
 
 
 _topics = [0]
@@ -305,121 +334,131 @@ def print_breakdown(rows):
 
 
 def main():
+    held = ports_in_use()
+    if held:
+        sys.exit(f"ports {', '.join(map(str, held))} on 127.0.0.1 are in use (another broker or bench?): stop it "
+                 f"or choose other ports with BASE_PORT (now {BASE_PORT})")
     build_client()
     data = tempfile.mkdtemp(prefix="ringlog-latency-bench-")
-    voters = ",".join(f"{i + 1}@127.0.0.1:{9894 + 10 * i}" for i in range(NODES))
+    voters = ",".join(f"{i + 1}@127.0.0.1:{CLUSTER_PORTS[i]}" for i in range(NODES)) if NODES > 1 else ""
     procs = []
+    logs = []
     print("load before:", uptime())
-    for i in range(NODES):
-        listeners = f"{HTTPS_OF_NODES[i]},kafka://{KAFKAS_OF_NODES[i]}"
-        sets = ["--set", f"log.dirs={data}/d{i}"]
-        if NODES > 1:
-            listeners += f",cluster://127.0.0.1:{9894 + 10 * i}"
-            sets += ["--set", f"node.id={i + 1}", "--set", f"controller.quorum.voters={voters}", "--set", "num.shards=1"]
-        sets += ["--set", f"listeners={listeners}"]
-        for kv in os.environ.get("EXTRA_SETS", "").split():
-            sets += ["--set", kv]
-        # Each node's log is kept beside the data directory's parent (removed with it otherwise):
-        # a node that stops during a run is then explained.
-        log = open(os.path.join(os.path.dirname(data), f"ringlog-latency-bench-node{i + 1}.log"), "w")
-        procs.append(subprocess.Popen(taskset("BROKER_CPUS") + [RINGLOG, "serve"] + sets, stdout=log,
-                                      stderr=subprocess.STDOUT))
-    proc = procs[0]
-    BROKER_PIDS.extend(p_.pid for p_ in procs)
     try:
-        for p_, url in zip(procs, HTTPS_OF_NODES):
-            wait_healthy(p_, url=url)
-        if NODES > 1:
-            print(f"{NODES} nodes, replication factor {REPLICATION_FACTOR}, num.shards=1 each")
-        if os.environ.get("MAX_RATE"):
-            maximum = float(os.environ["MAX_RATE"])
-            print(f"maximum given: {maximum:,.0f} records/s")
-        else:
-            max_runs = [kafka_run(0, MAX_SECONDS) for _ in range(MAX_REPEATS)]
-            maxima = [r["acked_per_s"] for r in max_runs]
-            for r in max_runs:
-                c = r["cpu"]
-                print(f"  maximum run: {r['acked_per_s']:,.0f}/s, machine busy {c['machine_busy']:.0%}, "
-                      f"broker {c['broker_cores']:.2f} cores, client {c['client_cores']:.2f} cores")
-            if min(maxima) <= 0:
-                raise SystemExit(f"no maximum measured: {maxima}")
-            maximum = statistics.median(maxima)
-            print(f"maximum (median of {MAX_REPEATS} runs of {MAX_SECONDS:g} s, acks=all, linger.ms={LINGER_MS}): "
-                  f"{maximum:,.0f} records/s; runs: {', '.join(f'{m:,.0f}' for m in maxima)}")
-        rates = [r if r > 1 else r * maximum for r in RATES]
-        results = []
-        for rate in rates:
-            for _ in range(REPEATS):
-                results.append(("kafka", rate, kafka_run(rate, RUN_SECONDS)))
-                print(f"  kafka {rate:,.0f}/s done: {json.dumps({k: results[-1][2][k] for k in ('acked_per_s', 'ack', 'e2e')})}",
-                      flush=True)
-        if not os.environ.get("SKIP_NATIVE"):
-            for rate in rates:
-                results.append(("native kafka", rate, ringlog_bench("kafka", rate, RUN_SECONDS)))
-        if not os.environ.get("SKIP_HTTP"):
-            for transport in ["http", "ws"]:
-                for rate in rates:
-                    results.append((transport, rate, ringlog_bench(transport, rate, RUN_SECONDS)))
-        limit = fio(data)
-        at_rates = {}
-        for transport, rate, r in results:
-            if transport == "kafka" and rate not in at_rates:
-                batch = (r.get("rdkafka") or {}).get("batch_records_avg", {}).get("median", 32)
-                at_rates[rate] = fio_at_rate(data, rate, batch if batch and batch > 0 else 32)
-        print("load after:", uptime())
-        print(f"\n{PARTITIONS} partitions, 1 KiB incompressible values, acks=all, librdkafka linger.ms={LINGER_MS}, "
-              f"{RUN_SECONDS:g} s per run "
-              "(the first second's samples dropped)\n")
-        print("| client | rate/s | achieved/s | ack p50 | p99 | p99.9 | max | e2e p50 | p99 | p99.9 | max |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-        for transport, rate, r in results:
-            if transport == "kafka":
-                print(f"| librdkafka | {rate:,.0f} | {r['acked_per_s']:,.0f} | {fmt_lat(r['ack'])} | {fmt_lat(r['e2e'])} |")
-            elif "error" in r:
-                print(f"| ringlog bench {transport} | {rate:,.0f} | failed: {r['error'][:80]} |")
-            elif transport == "native kafka":
-                p, e = r["produce_ms"], r["end_to_end_ms"]
-                print(f"| ringlog bench kafka (batches of {native_batch(rate)}) | {rate:,.0f} | {r['records_per_s']:,.0f} | "
-                      f"{p['p50']:.2f} | {p['p99']:.2f} | {p['p99.9']:.2f} | | {e['p50']:.2f} | {e['p99']:.2f} | {e['p99.9']:.2f} | |")
-            else:
-                p, e = r["produce_ms"], r["end_to_end_ms"]
-                print(f"| ringlog bench {transport} | {rate:,.0f} | {r['records_per_s']:,.0f} | {p['p50']:.2f} | {p['p99']:.2f} | "
-                      f"{p['p99.9']:.2f} | | {e['p50']:.2f} | {e['p99']:.2f} | {e['p99.9']:.2f} | |")
-        print(f"\nCPU over each run ({os.cpu_count()} cores; a core's worth = 1.00; the client's from its start to its exit):\n")
-        print("| client | rate/s | machine busy | broker(s) cores | client cores |\n|---|---:|---:|---:|---:|")
-        for transport, rate, r in results:
-            if "cpu" in r:
-                c = r["cpu"]
-                print(f"| {transport} | {rate:,.0f} | {c['machine_busy']:.0%} | {c['broker_cores']:.2f} | {c['client_cores']:.2f} |")
-        print("\nInside librdkafka (its statistics every second of each run: the worst and the median window's p99, "
-              "ms; int = a record's wait in its partition queue before a request takes it, outbuf = a request's wait "
-              "to be written, rtt = request written -> answer read, the network and the broker):\n")
-        print("| rate/s | int p99 worst | median | outbuf p99 worst | rtt p99 worst | median | rtt p50 median | "
-              "records per batch | most requests in flight |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-        for transport, rate, r in results:
-            k = r.get("rdkafka") if transport == "kafka" else None
-            if k:
-                print(f"| {rate:,.0f} | {k['int_latency_p99_ms']['worst']:.2f} | {k['int_latency_p99_ms']['median']:.2f} | "
-                      f"{k['outbuf_latency_p99_ms']['worst']:.2f} | {k['rtt_p99_ms']['worst']:.2f} | "
-                      f"{k['rtt_p99_ms']['median']:.2f} | {k['rtt_p50_ms']['median']:.2f} | "
-                      f"{k['batch_records_avg']['median']:.1f} | {k['waitresp_max']} |")
-        for transport, rate, r in results:
-            if "breakdown" in r:
-                print(f"\nBroker breakdown, {transport} at {rate:,.0f}/s (delta of /metrics over the run):")
-                print_breakdown(r["breakdown"])
-        if limit:
-            print("\nfio on the same file system:", json.dumps({k: round(v, 3) for k, v in limit.items()}))
-        for rate, f in at_rates.items():
-            if f:
-                print(f"fio with the broker's write pattern at {rate:,.0f}/s ({PARTITIONS} files, {f['writes_kib']} KiB "
-                      f"writes, an fdatasync after each): {f['fdatasyncs']} fdatasyncs, mean {f['mean_ms']:.3f} ms, "
-                      f"p99 {f['p99_ms']:.2f}, p99.9 {f['p999_ms']:.2f}, p99.99 {f['p9999_ms']:.2f}, max {f['max_ms']:.2f}")
+        run_bench(data, voters, procs, logs)
     finally:
         for p_ in procs:
             p_.terminate()
         for p_ in procs:
             p_.wait(30)
         shutil.rmtree(data, ignore_errors=True)
+
+
+def run_bench(data, voters, procs, logs):
+    for i in range(NODES):
+        listeners = f"{HTTPS_OF_NODES[i]},kafka://{KAFKAS_OF_NODES[i]}"
+        sets = ["--set", f"log.dirs={data}/d{i}"]
+        if NODES > 1:
+            listeners += f",cluster://127.0.0.1:{CLUSTER_PORTS[i]}"
+            sets += ["--set", f"node.id={i + 1}", "--set", f"controller.quorum.voters={voters}", "--set", "num.shards=1"]
+        sets += ["--set", f"listeners={listeners}"]
+        for kv in os.environ.get("EXTRA_SETS", "").split():
+            sets += ["--set", kv]
+        # Each node's log is kept beside the data directory's parent (removed with it otherwise):
+        # a node that stops during a run is then explained.
+        logs.append(os.path.join(os.path.dirname(data), f"ringlog-latency-bench-{HTTP_PORTS[i]}-node{i + 1}.log"))
+        with open(logs[-1], "w") as log:
+            procs.append(subprocess.Popen(taskset("BROKER_CPUS") + [RINGLOG, "serve"] + sets, stdout=log,
+                                          stderr=subprocess.STDOUT))
+    proc = procs[0]
+    BROKER_PIDS.extend(p_.pid for p_ in procs)
+    for p_, url, log_path in zip(procs, HTTPS_OF_NODES, logs):
+        wait_healthy(p_, log_path, url=url)
+    if NODES > 1:
+        print(f"{NODES} nodes, replication factor {REPLICATION_FACTOR}, num.shards=1 each")
+    if os.environ.get("MAX_RATE"):
+        maximum = float(os.environ["MAX_RATE"])
+        print(f"maximum given: {maximum:,.0f} records/s")
+    else:
+        max_runs = [kafka_run(0, MAX_SECONDS) for _ in range(MAX_REPEATS)]
+        maxima = [r["acked_per_s"] for r in max_runs]
+        for r in max_runs:
+            c = r["cpu"]
+            print(f"  maximum run: {r['acked_per_s']:,.0f}/s, machine busy {c['machine_busy']:.0%}, "
+                  f"broker {c['broker_cores']:.2f} cores, client {c['client_cores']:.2f} cores")
+        if min(maxima) <= 0:
+            raise SystemExit(f"no maximum measured: {maxima}")
+        maximum = statistics.median(maxima)
+        print(f"maximum (median of {MAX_REPEATS} runs of {MAX_SECONDS:g} s, acks=all, linger.ms={LINGER_MS}): "
+              f"{maximum:,.0f} records/s; runs: {', '.join(f'{m:,.0f}' for m in maxima)}")
+    rates = [r if r > 1 else r * maximum for r in RATES]
+    results = []
+    for rate in rates:
+        for _ in range(REPEATS):
+            results.append(("kafka", rate, kafka_run(rate, RUN_SECONDS)))
+            print(f"  kafka {rate:,.0f}/s done: {json.dumps({k: results[-1][2][k] for k in ('acked_per_s', 'ack', 'e2e')})}",
+                  flush=True)
+    if not os.environ.get("SKIP_NATIVE"):
+        for rate in rates:
+            results.append(("native kafka", rate, ringlog_bench("kafka", rate, RUN_SECONDS)))
+    if not os.environ.get("SKIP_HTTP"):
+        for transport in ["http", "ws"]:
+            for rate in rates:
+                results.append((transport, rate, ringlog_bench(transport, rate, RUN_SECONDS)))
+    limit = fio(data)
+    at_rates = {}
+    for transport, rate, r in results:
+        if transport == "kafka" and rate not in at_rates:
+            batch = (r.get("rdkafka") or {}).get("batch_records_avg", {}).get("median", 32)
+            at_rates[rate] = fio_at_rate(data, rate, batch if batch and batch > 0 else 32)
+    print("load after:", uptime())
+    print(f"\n{PARTITIONS} partitions, 1 KiB incompressible values, acks=all, librdkafka linger.ms={LINGER_MS}, "
+          f"{RUN_SECONDS:g} s per run "
+          "(the first second's samples dropped)\n")
+    print("| client | rate/s | achieved/s | ack p50 | p99 | p99.9 | max | e2e p50 | p99 | p99.9 | max |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for transport, rate, r in results:
+        if transport == "kafka":
+            print(f"| librdkafka | {rate:,.0f} | {r['acked_per_s']:,.0f} | {fmt_lat(r['ack'])} | {fmt_lat(r['e2e'])} |")
+        elif "error" in r:
+            print(f"| ringlog bench {transport} | {rate:,.0f} | failed: {r['error'][:80]} |")
+        elif transport == "native kafka":
+            p, e = r["produce_ms"], r["end_to_end_ms"]
+            print(f"| ringlog bench kafka (batches of {native_batch(rate)}) | {rate:,.0f} | {r['records_per_s']:,.0f} | "
+                  f"{p['p50']:.2f} | {p['p99']:.2f} | {p['p99.9']:.2f} | | {e['p50']:.2f} | {e['p99']:.2f} | {e['p99.9']:.2f} | |")
+        else:
+            p, e = r["produce_ms"], r["end_to_end_ms"]
+            print(f"| ringlog bench {transport} | {rate:,.0f} | {r['records_per_s']:,.0f} | {p['p50']:.2f} | {p['p99']:.2f} | "
+                  f"{p['p99.9']:.2f} | | {e['p50']:.2f} | {e['p99']:.2f} | {e['p99.9']:.2f} | |")
+    print(f"\nCPU over each run ({os.cpu_count()} cores; a core's worth = 1.00; the client's from its start to its exit):\n")
+    print("| client | rate/s | machine busy | broker(s) cores | client cores |\n|---|---:|---:|---:|---:|")
+    for transport, rate, r in results:
+        if "cpu" in r:
+            c = r["cpu"]
+            print(f"| {transport} | {rate:,.0f} | {c['machine_busy']:.0%} | {c['broker_cores']:.2f} | {c['client_cores']:.2f} |")
+    print("\nInside librdkafka (its statistics every second of each run: the worst and the median window's p99, "
+          "ms; int = a record's wait in its partition queue before a request takes it, outbuf = a request's wait "
+          "to be written, rtt = request written -> answer read, the network and the broker):\n")
+    print("| rate/s | int p99 worst | median | outbuf p99 worst | rtt p99 worst | median | rtt p50 median | "
+          "records per batch | most requests in flight |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for transport, rate, r in results:
+        k = r.get("rdkafka") if transport == "kafka" else None
+        if k:
+            print(f"| {rate:,.0f} | {k['int_latency_p99_ms']['worst']:.2f} | {k['int_latency_p99_ms']['median']:.2f} | "
+                  f"{k['outbuf_latency_p99_ms']['worst']:.2f} | {k['rtt_p99_ms']['worst']:.2f} | "
+                  f"{k['rtt_p99_ms']['median']:.2f} | {k['rtt_p50_ms']['median']:.2f} | "
+                  f"{k['batch_records_avg']['median']:.1f} | {k['waitresp_max']} |")
+    for transport, rate, r in results:
+        if "breakdown" in r:
+            print(f"\nBroker breakdown, {transport} at {rate:,.0f}/s (delta of /metrics over the run):")
+            print_breakdown(r["breakdown"])
+    if limit:
+        print("\nfio on the same file system:", json.dumps({k: round(v, 3) for k, v in limit.items()}))
+    for rate, f in at_rates.items():
+        if f:
+            print(f"fio with the broker's write pattern at {rate:,.0f}/s ({PARTITIONS} files, {f['writes_kib']} KiB "
+                  f"writes, an fdatasync after each): {f['fdatasyncs']} fdatasyncs, mean {f['mean_ms']:.3f} ms, "
+                  f"p99 {f['p99_ms']:.2f}, p99.9 {f['p999_ms']:.2f}, p99.99 {f['p9999_ms']:.2f}, max {f['max_ms']:.2f}")
 
 
 if __name__ == "__main__":
