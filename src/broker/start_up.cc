@@ -113,9 +113,9 @@ result<std::optional<storage::meta_properties>> broker_parts::check_data_directo
       "node " + std::to_string(config_.node_id) + ": the data directory " + config_.log_dir +
       " has no meta.properties (a new node, or one whose disk was lost): it is written once this node has "
       "caught up with the metadata quorum's leader, confirming cluster.id=" + config_.cluster_id +
-      (voter ? "; while its own metadata log is empty this voter grants no vote to a candidate with a non-empty "
-               "metadata log (a voter that lost its log must not help a stale voter win and drop committed "
-               "metadata, Raft section 5.4, KIP-853)"
+      (voter ? "; until then this voter grants votes only to candidates that have not caught up either, and "
+               "voters that have grant it none (a voter that lost its log must not help a stale voter win and "
+               "drop committed metadata, nor win with a partial copy of it, Raft section 5.4, KIP-853)"
              : ""));
   return std::optional<storage::meta_properties>{storage::meta_properties{1, config_.cluster_id, config_.node_id}};
 }

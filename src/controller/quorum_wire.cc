@@ -98,6 +98,7 @@ protocol::vote_request_data to_kafka(const raft::vote_request& r) {
   p.last_offset_epoch = r.last_offset_epoch.value();
   p.last_offset = r.last_offset.value();
   p.pre_vote = r.pre_vote;
+  p.ringlog_candidate_awaiting_first_catch_up = r.candidate_awaiting_first_catch_up;
   t.partitions.push_back(p);
   m.topics.push_back(std::move(t));
   return m;
@@ -275,6 +276,7 @@ result<raft::message_body> decode_vote_request(std::span<const std::byte> body, 
   r.last_offset_epoch = epoch_of(p->last_offset_epoch);
   r.last_offset = raft::offset{p->last_offset};
   r.pre_vote = v >= 2 && p->pre_vote;
+  r.candidate_awaiting_first_catch_up = p->ringlog_candidate_awaiting_first_catch_up;
   return raft::message_body{r};
 }
 

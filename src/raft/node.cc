@@ -434,7 +434,8 @@ void node::send_vote_requests(bool pre_vote) {
   for (auto v : cfg_.voters) {
     if (v != cfg_.self && std::find(granted_.begin(), granted_.end(), v) == granted_.end()) {
       send(v, next_correlation_id(),
-           vote_request{cfg_.cluster_id, candidate_epoch, cfg_.self, log_.last_epoch(), log_.log_end_offset(), pre_vote});
+           vote_request{cfg_.cluster_id, candidate_epoch, cfg_.self, log_.last_epoch(), log_.log_end_offset(), pre_vote,
+                        awaiting_first_catch_up_});
     }
   }
 }
@@ -452,19 +453,26 @@ bool node::heard_from_leader_recently() const {
   return role_ == role::follower && leader_heard_ms_ != never_ms && now_ms_ - leader_heard_ms_ < cfg_.fetch_timeout_ms;
 }
 
-bool node::may_vote_for_log_ending_at(offset last_offset) const {
-  // persisted_state::awaiting_first_catch_up: a voter that may have lost its disk and holds
-  // nothing yet votes only for a candidate with an empty log (a new cluster's first election,
-  // where no entry can have been committed yet). Once it holds entries (it fetched from a leader
-  // in this life) it votes by §5.4.1 again: holding it longer (until caught up, and not standing
-  // meanwhile) was measured to deadlock a new cluster whose first leader died before its first
-  // commit (every voter then awaits, some holding its LeaderChange entry; 19 of 150 seeds of
-  // raft_sim --disk-loss); the price is the double fault left open (a voter refetching after a
-  // lost disk when the leader fails too, 1 of 2000 seeds; README "A node whose disk is lost").
+bool node::may_vote_for_kind(bool candidate_awaiting_first_catch_up) const {
+  // persisted_state::awaiting_first_catch_up: votes only between nodes of the same kind.
+  // - A voter past its first catch-up holds every entry it ever acknowledged, so a majority of
+  //   them carries Raft §5.4.1's promise whatever became of the others' disks: such a leader holds
+  //   every committed entry. An awaiting candidate's own log and vote carry no such promise (its
+  //   lost disk may have been part of an entry's majority), so past voters refuse it: raft_sim
+  //   --disk-loss seed 1514 elected a voter refetching after a lost disk, with a partial log,
+  //   when the leader failed too, and lost an entry committed before.
+  // - An awaiting voter refuses a past candidate for the same reason: its vote would count for
+  //   a majority it may not belong to (KIP-853's disk-loss problem; Kafka makes the operator run
+  //   `kafka-storage format`).
+  // - Awaiting voters vote for awaiting candidates by §5.4.1: a new cluster's elections, until
+  //   its first leader commits (seed 365 with 5 voters: the first leader died before its first
+  //   commit, and an earlier rule - an empty voter votes only for an empty log - refused every
+  //   holder of its LeaderChange entry for good). The price: two voters without their history at
+  //   once (two disks lost, or one lost while another never caught up) may elect each other.
 #ifdef RINGLOG_RAFT_BREAK_VOTE_AFTER_DISK_LOSS
   return true;
 #endif
-  return !awaiting_first_catch_up_ || log_.log_end_offset() > offset{0} || last_offset == offset{0};
+  return candidate_awaiting_first_catch_up == awaiting_first_catch_up_;
 }
 
 void node::refuse_own_candidacy(const message& m, const vote_request& r) {
@@ -498,7 +506,7 @@ void node::handle_vote_request(const message& m, const vote_request& r) {
   if (r.pre_vote) {
     // KIP-996: no state change; refuse while a live leader is known (check-quorum's partner).
     reply(errc::none, !heard_from_leader_recently() && log_up_to_date(r.last_offset_epoch, r.last_offset) &&
-                          may_vote_for_log_ending_at(r.last_offset));
+                          may_vote_for_kind(r.candidate_awaiting_first_catch_up));
     return;
   }
   if (r.candidate_epoch > quorum_.epoch) {
@@ -513,7 +521,7 @@ void node::handle_vote_request(const message& m, const vote_request& r) {
     free_to_vote = quorum_.leader_id == no_node && role_ != role::candidate && role_ != role::leader;
 #endif
     grant = free_to_vote && role_ != role::candidate && role_ != role::leader &&
-            log_up_to_date(r.last_offset_epoch, r.last_offset) && may_vote_for_log_ending_at(r.last_offset);
+            log_up_to_date(r.last_offset_epoch, r.last_offset) && may_vote_for_kind(r.candidate_awaiting_first_catch_up);
   }
   if (grant) {
     persist({quorum_.epoch, no_node, r.candidate_id});

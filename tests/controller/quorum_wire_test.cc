@@ -85,6 +85,37 @@ TEST_CASE("Vote request and response round-trip, pre-vote included (v2)") {
   CHECK(!vb.vote_granted);
 }
 
+TEST_CASE("Vote request: ringlog's tag 10000 carries whether the candidate awaits its first catch-up") {
+  raft::vote_request r{"cluster-a", leader_epoch{5}, node_id{2}, leader_epoch{4}, offset{17}, false};
+  r.candidate_awaiting_first_catch_up = true;
+  CHECK(std::get<raft::vote_request>(request_round_trip(r)).candidate_awaiting_first_catch_up);
+  r.candidate_awaiting_first_catch_up = false;
+  CHECK_FALSE(std::get<raft::vote_request>(request_round_trip(r)).candidate_awaiting_first_catch_up);
+
+  // On the wire: a tagged field of every version (all are flexible), written only when true:
+  // tag 10000 (varint, 2 bytes), size 1, the bool. A request without it reads as "past".
+  for (int16_t v = 0; v <= 2; ++v) {
+    protocol::vote_request_data m;
+    m.cluster_id = "c";
+    protocol::vote_request_data::topic_data t;
+    t.topic_name = "__cluster_metadata";
+    t.partitions.emplace_back();
+    m.topics.push_back(t);
+    protocol::writer without;
+    REQUIRE(m.encode(without, v).ok());
+    m.topics[0].partitions[0].ringlog_candidate_awaiting_first_catch_up = true;
+    protocol::writer with;
+    REQUIRE(m.encode(with, v).ok());
+    CHECK(with.buffer().size() == without.buffer().size() + 4);
+    auto decoded = quorum_wire::decode_request(52, v, with.buffer());
+    REQUIRE(decoded.ok());
+    CHECK(std::get<raft::vote_request>(*decoded).candidate_awaiting_first_catch_up);
+    decoded = quorum_wire::decode_request(52, v, without.buffer());
+    REQUIRE(decoded.ok());
+    CHECK_FALSE(std::get<raft::vote_request>(*decoded).candidate_awaiting_first_catch_up);
+  }
+}
+
 TEST_CASE("a v1 Vote request (no pre_vote field) decodes as a real vote") {
   protocol::vote_request_data m;
   m.cluster_id = "c";

@@ -4,8 +4,8 @@ committed metadata entry (README, "A node whose disk is lost").
 
 - The metadata quorum (Raft §5.4, KIP-853's "disk loss" problem): with an entry committed by
   {A, B} while C was down, B losing its disk must not let the stale C win an election with B's
-  vote. A voter whose directory was formatted on this start grants no vote to a candidate with a
-  non-empty log until it caught up with a leader once.
+  vote. Until it caught up with a leader once, a voter whose directory was formatted on this
+  start votes only for candidates that have not caught up either, and only they vote for it.
 - Partition replication (KIP-903, broker epochs in the ISR): a follower back with an empty log
   leaves the ISR when it registers and joins again only once it holds every acknowledged record,
   however far its previous incarnation had fetched.
@@ -75,7 +75,7 @@ def test_a_voter_back_with_an_empty_disk_does_not_help_a_stale_voter_win(ringlog
         assert not lost_on and not formed_without_a, \
             f"B (empty disk) and the stale voter formed a quorum without A: {formed_without_a}; " \
             f"the topic committed while C was down is missing on nodes {lost_on}"
-        assert "grants no vote to a candidate with a non-empty metadata log" in b.log_path.read_text()
+        assert "grants votes only to candidates that have not caught up either" in b.log_path.read_text()
         assert "caught up with the metadata quorum's leader" in b.log_path.read_text()
         assert (b.data_dir / "meta.properties").exists()
     finally:

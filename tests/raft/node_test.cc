@@ -607,9 +607,15 @@ persisted_state formatted_now() {
 
 bool granted(harness& h) { return std::get<vote_response>(h.take<vote_response>().at(0).body).vote_granted; }
 
+/// `r` from a candidate that still awaits its own first catch-up.
+vote_request from_awaiting(vote_request r) {
+  r.candidate_awaiting_first_catch_up = true;
+  return r;
+}
+
 }  // namespace
 
-TEST_CASE("disk loss: a voter awaiting its first catch-up votes only for a candidate with an empty log") {
+TEST_CASE("disk loss: a voter awaiting its first catch-up votes only for a candidate also awaiting its own") {
   harness h(2, formatted_now());
   CHECK(h.n->awaiting_first_catch_up());
   // Committed {A=1, B=2} at offset 5, B lost its disk, stale C=3 ends at 3: it must not win with B.
@@ -619,10 +625,13 @@ TEST_CASE("disk loss: a voter awaiting its first catch-up votes only for a candi
   CHECK_FALSE(granted(h));
   CHECK(h.n->epoch() == leader_epoch{3});   // the epoch still moves (§5.1), the vote is not given
   CHECK(h.n->quorum().voted_id == no_node);
-  // A new cluster's first election: every log is empty, the vote is granted as always.
-  h.handle(msg(1, 2, vote(1, 4, 0, 0, true)));
+  // Even a past candidate with an empty log: the kinds differ.
+  h.handle(msg(3, 2, vote(3, 3, 0, 0, true)));
+  CHECK_FALSE(granted(h));
+  // A new cluster's first election: every voter awaits, the vote is granted as always.
+  h.handle(msg(1, 2, from_awaiting(vote(1, 4, 0, 0, true))));
   CHECK(granted(h));
-  h.handle(msg(1, 2, vote(1, 4, 0, 0)));
+  h.handle(msg(1, 2, from_awaiting(vote(1, 4, 0, 0))));
   CHECK(granted(h));
   CHECK_FALSE(h.caught_up_first_time);
 }
@@ -665,9 +674,10 @@ TEST_CASE("disk loss: the wait ends once the durable log holds a leader's high w
   CHECK(granted(h));
 }
 
-TEST_CASE("disk loss: holding entries, a voter awaiting its first catch-up votes by §5.4.1 again") {
+TEST_CASE("disk loss: awaiting voters vote for awaiting candidates by §5.4.1, and refuse past ones") {
   // A new cluster whose first leader (1) died before its first commit: voter 2 holds the
-  // LeaderChange entry, and voter 3 must be able to win with its vote.
+  // LeaderChange entry, and voter 3 (awaiting too) must be able to win with its vote (raft_sim
+  // --disk-loss --voters 5 --seed 365 deadlocked when an empty voter refused every such holder).
   harness h(2, formatted_now());
   h.handle(msg(1, 2, begin_quorum_epoch_request{cluster, node_id{1}, leader_epoch{1}}));
   auto f = h.take<fetch_request>(1);
@@ -679,15 +689,53 @@ TEST_CASE("disk loss: holding entries, a voter awaiting its first catch-up votes
   REQUIRE(h.n->log().log_end_offset() == offset{1});
   CHECK(h.n->awaiting_first_catch_up());
   h.tick(1'000);   // leader 1 silent for the fetch timeout
-  h.handle(msg(3, 2, vote(3, 2, 1, 1, true)));
+  h.handle(msg(3, 2, from_awaiting(vote(3, 2, 1, 1, true))));
   CHECK(granted(h));
-  h.handle(msg(3, 2, vote(3, 2, 0, 0, true)));   // less up to date than its own log: refused (§5.4.1)
+  h.handle(msg(3, 2, from_awaiting(vote(3, 2, 0, 0, true))));   // less up to date than its own log (§5.4.1)
   CHECK_FALSE(granted(h));
+  // A voter refetching after a lost disk: its partial log says nothing of what its lost disk
+  // held, so a past candidate, however up to date, does not get its (pre-)vote.
+  h.handle(msg(3, 2, vote(3, 2, 1, 7, true)));
+  CHECK_FALSE(granted(h));
+  h.handle(msg(3, 2, vote(3, 2, 1, 7)));
+  CHECK_FALSE(granted(h));
+  CHECK(h.n->quorum().voted_id == no_node);
+  h.handle(msg(3, 2, from_awaiting(vote(3, 2, 1, 1))));
+  CHECK(granted(h));
+}
+
+TEST_CASE("disk loss: a voter past its first catch-up refuses a candidate still awaiting its own") {
+  // raft_sim --disk-loss --seed 1514: entry 5 committed by {2, 3} while 1 lagged; 3 lost its disk
+  // and refetched part of the log; leader 2 crashed. Voter 1 (past its catch-up, lacking entry 5)
+  // must not elect 3, whose partial log is more up to date than its own but lacks entry 5.
+  harness h(1, with_log({{0, 1}, {1, 1}, {2, 2}}, {leader_epoch{3}, no_node, no_node}));
+  CHECK_FALSE(h.n->awaiting_first_catch_up());
+  h.handle(msg(3, 1, from_awaiting(vote(3, 4, 3, 4, true))));
+  CHECK_FALSE(granted(h));
+  h.handle(msg(3, 1, from_awaiting(vote(3, 4, 3, 4))));
+  CHECK_FALSE(granted(h));
+  CHECK(h.n->quorum().voted_id == no_node);
+  h.handle(msg(2, 1, vote(2, 4, 3, 4)));   // the same log from a candidate past its catch-up
+  CHECK(granted(h));
+}
+
+TEST_CASE("disk loss: a candidate's (pre-)vote requests say whether it awaits its first catch-up") {
+  harness formatted(1, formatted_now());
+  formatted.tick(1'000'000);
+  auto pre = formatted.take<vote_request>();
+  REQUIRE(pre.size() == 2);
+  CHECK(std::get<vote_request>(pre[0].body).pre_vote);
+  CHECK(std::get<vote_request>(pre[0].body).candidate_awaiting_first_catch_up);
+  harness past(1);
+  past.tick(1'000'000);
+  pre = past.take<vote_request>();
+  REQUIRE(pre.size() == 2);
+  CHECK_FALSE(std::get<vote_request>(pre[0].body).candidate_awaiting_first_catch_up);
 }
 
 TEST_CASE("disk loss: a new cluster of formatted voters elects a leader, which ends its wait on its first commit") {
   harness h(1, formatted_now());
-  elect(h);   // its log is empty: it stands, and the empty-logged voters grant it
+  elect(h);   // it stands as a voter awaiting its first catch-up, and the other awaiting voters grant it
   CHECK(h.n->awaiting_first_catch_up());
   h.handle(msg(2, 1, fetch(2, 1, 1, 1)));   // voter 2 holds the LeaderChange entry: committed
   CHECK(h.n->high_watermark() == offset{1});

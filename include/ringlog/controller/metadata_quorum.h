@@ -99,7 +99,7 @@ struct metadata_quorum_config {
   storage::log_dir_failure_channel* log_dir_failures = nullptr;
   /// Set when log_dir has no meta.properties yet and other voters exist: the node awaits its first
   /// catch-up with a leader (raft::persisted_state::awaiting_first_catch_up: until then it votes
-  /// only for candidates with an empty log and stands only with one), then writes this
+  /// only for candidates also awaiting theirs, and only they vote for it), then writes this
   /// meta.properties into log_dir, which both ends the wait for good and pins cluster.id once a
   /// leader of that cluster answered. A failed write is a log directory failure.
   std::optional<storage::meta_properties> meta_properties_once_caught_up;

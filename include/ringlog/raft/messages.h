@@ -23,6 +23,10 @@ struct vote_request {
   leader_epoch last_offset_epoch{0};  // epoch of the candidate's last entry (snapshot epoch if none)
   offset last_offset{0};              // the candidate's log end offset (exclusive)
   bool pre_vote = false;
+  /// ringlog's own: the candidate still awaits its first catch-up (node::awaiting_first_catch_up();
+  /// a voter grants only to a candidate of its own kind, persisted_state::awaiting_first_catch_up).
+  /// false, "past it", is what a peer that does not send it is read as.
+  bool candidate_awaiting_first_catch_up = false;
 };
 
 /// VoteResponse.

@@ -56,11 +56,13 @@ struct persisted_state {
   /// with a leader (the driver keeps this on disk: ringlog writes meta.properties only once
   /// caught up). Such a voter may be one that lost its disk: its previous incarnation may have
   /// helped commit entries this log no longer holds, so its vote no longer carries the promise
-  /// of Raft §5.4.1 (the vote-granting majority holds every committed entry). While its log is
-  /// empty and it has not caught up (effects::caught_up_first_time) it grants a vote or pre-vote
-  /// only to a candidate whose log is empty, as every log is in a new cluster's first election
-  /// (KIP-853 calls this the disk-loss problem of static quorums; Kafka makes the operator run
-  /// `kafka-storage format`). Ignored in a quorum of one voter.
+  /// of Raft §5.4.1 (the vote-granting majority holds every committed entry). Votes and pre-votes
+  /// go only between nodes of the same kind: until it has caught up (effects::caught_up_first_time)
+  /// it grants only to candidates that also still await their first catch-up, as every voter of a
+  /// new cluster does until its first leader commits, and voters past theirs grant only to
+  /// candidates past theirs (vote_request::candidate_awaiting_first_catch_up). KIP-853 calls this
+  /// the disk-loss problem of static quorums; Kafka makes the operator run `kafka-storage format`.
+  /// Ignored in a quorum of one voter.
   bool awaiting_first_catch_up = false;
 };
 
@@ -163,9 +165,11 @@ class node {
   void handle_vote_response(const message& m, const vote_response& r);
   [[nodiscard]] bool log_up_to_date(leader_epoch last_epoch, offset last_offset) const;
   [[nodiscard]] bool heard_from_leader_recently() const;
-  /// The vote rule of persisted_state::awaiting_first_catch_up: false when this node may not
-  /// grant a (pre-)vote to a candidate whose log ends at `last_offset` (its own log is empty).
-  [[nodiscard]] bool may_vote_for_log_ending_at(offset last_offset) const;
+  /// The vote rule of persisted_state::awaiting_first_catch_up: true when a candidate of this
+  /// kind (vote_request::candidate_awaiting_first_catch_up) may have this node's (pre-)vote, which
+  /// then still needs §5.4.1's log comparison: only when both await their first catch-up or both
+  /// are past it.
+  [[nodiscard]] bool may_vote_for_kind(bool candidate_awaiting_first_catch_up) const;
   /// A node awaiting its first catch-up learned a committed position it must hold durably
   /// (`target`: a leader's high watermark covering an entry of that leader's epoch).
   void note_catch_up_target(offset target);
