@@ -803,6 +803,12 @@ void handle_offset_for_leader_epoch(const request_context& ctx, protocol::offset
   broker::broker& b = ctx.broker_api();
   const auto targets = targets_of(request.topics, &protocol::offset_for_leader_epoch_request_data::offset_for_leader_topic::topic);
   auto g = gather_by_topic<response, epoch_end_offset>(ctx, targets, &response::offset_for_leader_topic_result::topic);
+  // CLUSTER_ACTION on the cluster (the right followers have: the api was theirs alone before
+  // KIP-320) serves every topic; else DESCRIBE on each, a consumer's. Kafka asks it so whatever
+  // the ReplicaId (KafkaApis.handleOffsetForLeaderEpochRequest), and a denial of the first is
+  // not logged (logIfDenied = false): a consumer is not expected to hold it.
+  const bool cluster_action = ctx.authorized_unlogged(security::resource_type::cluster, security::cluster_resource_name,
+                                                      security::acl_operation::cluster_action);
   for (size_t i = 0; i < targets.partitions.size(); ++i) {
     const auto& t = targets.partitions[i];
     const std::string& topic = targets.names[targets.topic_of[i]];
@@ -810,7 +816,7 @@ void handle_offset_for_leader_epoch(const request_context& ctx, protocol::offset
     slot.partition = t.partition;
     slot.leader_epoch = -1;
     slot.end_offset = -1;
-    if (!ctx.authorized(security::resource_type::topic, topic, security::acl_operation::describe)) {
+    if (!cluster_action && !ctx.authorized(security::resource_type::topic, topic, security::acl_operation::describe)) {
       slot.error_code = error_code::topic_authorization_failed;
       g->complete_one();
       continue;

@@ -477,3 +477,35 @@ def test_kafkajs_meets_the_same_rules(acl_broker, monkeypatch):
     monkeypatch.setenv("KAFKA_SASL_USERNAME", BOB[0])
     monkeypatch.setenv("KAFKA_SASL_PASSWORD", BOB[1])
     run_kafkajs("acls.test.mjs", b.bootstrap, topic)
+
+
+def test_offset_for_leader_epoch_needs_cluster_action_or_describe_whatever_the_replica_id(ringlog_bin, tmp_path):
+    """OffsetForLeaderEpoch was a follower's api (CLUSTER_ACTION on the cluster) until KIP-320 let
+    consumers ask it with DESCRIBE on the topic. Kafka's KafkaApis.handleOffsetForLeaderEpochRequest
+    serves a principal holding either, whatever the request's ReplicaId (-1 a consumer, >= 0 a
+    follower). Before: only DESCRIBE counted, so a principal with CLUSTER_ACTION alone (a
+    follower's) was refused with TOPIC_AUTHORIZATION_FAILED."""
+    b = AclBroker(tmp_path / "data").start()
+    try:
+        create_topic(b, "olfe-acl")
+        create_topic(b, "olfe-closed")
+        assert produce_one(b, ADMIN, "olfe-acl") is None   # epoch 0 ends at offset 1
+        create_acls(b, allow("User:bob", ResourceType.TOPIC, "olfe-acl", ACLOperation.DESCRIBE),
+                    allow("User:carol", ResourceType.CLUSTER, "kafka-cluster", ACLOperation.CLUSTER_ACTION))
+
+        def end_offset(user, topic, replica_id):
+            with kafka_wire.connect(b.bootstrap) as s:
+                scram_login(s, "SCRAM-SHA-512", user)
+                answer = kafka_schema.exchange(s, "OffsetForLeaderEpoch", 4, 1, {
+                    "ReplicaId": replica_id,
+                    "Topics": [{"Topic": topic, "Partitions": [{"Partition": 0, "LeaderEpoch": 0, "CurrentLeaderEpoch": -1}]}]})
+            [p] = answer["Topics"][0]["Partitions"]
+            return p["ErrorCode"], p["EndOffset"]
+
+        for replica_id in (-1, 1):
+            wait_until(lambda: end_offset(CAROL, "olfe-acl", replica_id) == (0, 1), 15,
+                       f"CLUSTER_ACTION alone to be served (ReplicaId {replica_id})")
+            assert end_offset(BOB, "olfe-acl", replica_id) == (0, 1), replica_id
+            assert end_offset(BOB, "olfe-closed", replica_id) == (TOPIC_AUTHORIZATION_FAILED, -1), replica_id
+    finally:
+        assert b.stop() == 0
