@@ -509,3 +509,26 @@ def test_offset_for_leader_epoch_needs_cluster_action_or_describe_whatever_the_r
             assert end_offset(BOB, "olfe-closed", replica_id) == (TOPIC_AUTHORIZATION_FAILED, -1), replica_id
     finally:
         assert b.stop() == 0
+
+
+def test_metadata_by_topic_id_is_authorized_as_by_name(acl_broker):
+    """KIP-516, Metadata v12 naming topics by id: DESCRIBE on the topic, as a by-name request. A
+    refused topic answers TOPIC_AUTHORIZATION_FAILED with its id and a null name (Kafka's
+    KafkaApis.handleTopicMetadataRequest: ids are not secret, names are)."""
+    b = acl_broker
+    for t in ("id-open", "id-hidden"):
+        create_topic(b, t)
+    create_acls(b, allow("User:bob", ResourceType.TOPIC, "id-open", ACLOperation.DESCRIBE))
+    with kafka_wire.connect(b.bootstrap) as s:
+        scram_login(s, "SCRAM-SHA-512", ADMIN)
+        named = kafka_schema.exchange(s, "Metadata", 12, 1, {"Topics": [{"Name": "id-open"}, {"Name": "id-hidden"}],
+                                                             "AllowAutoTopicCreation": False})
+    ids = {t["Name"]: t["TopicId"] for t in named["Topics"]}
+    by_id = {"Topics": [{"TopicId": uuid.UUID(ids[n]).bytes, "Name": None} for n in ("id-open", "id-hidden")],
+             "AllowAutoTopicCreation": False}
+    with kafka_wire.connect(b.bootstrap) as s:
+        scram_login(s, "SCRAM-SHA-512", BOB)
+        answer = wait_until(lambda: (lambda a: a if a["Topics"][0]["ErrorCode"] == 0 else None)(
+            kafka_schema.exchange(s, "Metadata", 12, 2, by_id)), 15, "bob's DESCRIBE ACL")
+    assert [(t["ErrorCode"], t["Name"], t["TopicId"]) for t in answer["Topics"]] == \
+        [(0, "id-open", ids["id-open"]), (TOPIC_AUTHORIZATION_FAILED, None, ids["id-hidden"])], answer
