@@ -356,6 +356,7 @@ base::result<kafka_front_end, std::string> start_kafka_listener(const config::se
   listen.connection_failed_authentication_delay_ms = cfg.connection_failed_authentication_delay_ms;
   listen.authentication_timeout_ms = cfg.connection_authentication_timeout_ms;
   listen.connections_max_idle_ms = cfg.connections_max_idle_ms;
+  listen.request_body_timeout_ms = cfg.kafka_request_body_timeout_ms;
   listen.oauthbearer_validator = l.oauthbearer;
   const auto& m = listen.sasl_enabled_mechanisms;
   RINGLOG_ASSERT(!listen.sasl || l.oauthbearer || std::find(m.begin(), m.end(), "OAUTHBEARER") == m.end(),

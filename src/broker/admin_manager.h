@@ -62,6 +62,8 @@ class admin_manager final : public admin_api {
                            bool validate_only, std::function<void(result<topic_description>)> done) override;
   [[nodiscard]] std::vector<std::string> list_topics(bool include_internal) const override;
   [[nodiscard]] bool topic_exists(const std::string& name) const override { return find_topic(name) != nullptr; }
+  [[nodiscard]] std::vector<std::optional<std::string>> topic_names_of_ids(
+      const std::vector<controller::uuid>& topic_ids) const override;
   [[nodiscard]] result<void> check_partition_exists(const model::topic_partition& tp) const override;
   void describe_topic(std::string topic, std::function<void(result<topic_description>)> done) override;
   // cluster_admin.cc

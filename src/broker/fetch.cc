@@ -31,6 +31,29 @@ std::shared_ptr<const topic_state> fetch_service::find_topic(const std::string& 
   return it == v->topics.end() ? nullptr : it->second;
 }
 
+namespace {
+
+/// Why a broker's shard holds no replica of `tp` to answer OffsetForLeaderEpoch from (which is
+/// never forwarded): the topic is gone (`topic` null); the partition's replicas do not include
+/// `node_id`, so its client asked a broker that is neither the leader nor a follower (Kafka's
+/// ReplicaManager.lastOffsetForLeaderEpoch answers NOT_LEADER_OR_FOLLOWER too); or this
+/// broker's replica is not opened yet.
+error no_epoch_cache_here(const topic_state* topic, int32_t node_id, const model::topic_partition& tp) {
+  if (topic == nullptr) return no_replica_here(false, tp);
+  const auto& partitions = topic->image->partitions;
+  const auto index = static_cast<size_t>(tp.partition.value());
+  if (index < partitions.size() && std::ranges::find(partitions[index].replicas, node_id) == partitions[index].replicas.end()) {
+    const int32_t leader = partitions[index].leader;
+    return error{errc::not_leader_or_follower,
+                 "broker " + std::to_string(node_id) + " holds no replica of " + tp.topic + "-" +
+                     std::to_string(tp.partition.value()) +
+                     (leader >= 0 ? ": ask its leader, broker " + std::to_string(leader) : ", which has no leader now")};
+  }
+  return no_replica_here(true, tp);
+}
+
+}  // namespace
+
 size_t fetch_service::owner(const std::string& topic, int32_t partition) const {
   return shard_of(topic, partition, partition_managers_.size());
 }
@@ -146,7 +169,7 @@ void fetch_service::end_offset_for_leader_epoch(epoch_end_offset_request request
   if (!runtime_.admits(shard)) return done(shard_busy(shard));
   runtime_.post(shard, [this, shard, request = std::move(request), done = std::move(done)]() mutable {
     auto rt = partition_managers_[shard]->find(request.partition.topic, request.partition.partition.value());
-    if (!rt) return done(no_replica_here(find_topic(request.partition.topic) != nullptr, request.partition));
+    if (!rt) return done(no_epoch_cache_here(find_topic(request.partition.topic).get(), node_id_, request.partition));
     done(rt->end_offset_for_leader_epoch(request.current_leader_epoch, request.leader_epoch));
   });
 }

@@ -5,6 +5,8 @@
 // IncrementalAlterConfigs, with ReplicationControlManager and ConfigurationControlManager.
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -275,6 +277,22 @@ std::vector<std::string> admin_manager::list_topics(bool include_internal) const
   const auto held = metadata_.view();   // kept for the loop (see list_brokers)
   for (const auto& [name, t] : held->topics) {
     if (include_internal || !t->is_internal) out.push_back(name);
+  }
+  return out;
+}
+
+std::vector<std::optional<std::string>> admin_manager::topic_names_of_ids(const std::vector<controller::uuid>& topic_ids) const {
+  std::vector<std::optional<std::string>> out(topic_ids.size());
+  std::map<std::array<uint8_t, 16>, std::vector<size_t>> asked;   // id -> its places in topic_ids
+  for (size_t i = 0; i < topic_ids.size(); ++i) {
+    if (!topic_ids[i].is_zero()) asked[topic_ids[i].value].push_back(i);
+  }
+  if (asked.empty()) return out;
+  const auto held = metadata_.view();   // kept for the loop (see list_brokers)
+  for (const auto& [name, t] : held->topics) {
+    auto it = asked.find(t->image->topic_id.value);
+    if (it == asked.end()) continue;
+    for (size_t i : it->second) out[i] = name;
   }
   return out;
 }

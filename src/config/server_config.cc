@@ -501,6 +501,10 @@ std::vector<key_spec> connection_limit_keys() {
               "bytes of Kafka request frames being read or handled, every Kafka listener together: a frame that "
               "does not fit waits (its connection is not read) until answered requests give room back; a frame "
               "larger than this closes its connection. Kafka's -1 (unbounded) is not accepted"),
+      int_key("kafka.request.body.timeout.ms", &server_config::kafka_request_body_timeout_ms, 0, 86'400'000,
+              "a Kafka request frame's body must be read within this long of queued.max.request.bytes reserving "
+              "its declared size, else the connection is closed and the room given back (a client that declares a "
+              "large frame and sends nothing held it until connections.max.idle.ms); 0 = no limit but that, ms"),
   };
 }
 

@@ -10,17 +10,21 @@ namespace ringlog::kafka::detail {
 
 namespace {
 
-/// A topic's metadata answer, or the error to give for it.
+/// A topic's metadata answer, or the error to give for it. `name` is null (Metadata v12+) for a
+/// topic named by an id that is unknown or that the principal may not describe; `topic_id` is the
+/// id the request named it by, else the topic's own once described.
 struct topic_lookup {
-  std::string name;
+  std::optional<std::string> name;
   std::optional<broker::topic_description> description;
   int16_t error = error_code::none;
+  protocol::uuid topic_id;
 };
 
 protocol::metadata_response_data::metadata_response_topic to_metadata_topic(const topic_lookup& t) {
   protocol::metadata_response_data::metadata_response_topic out;
   out.name = t.name;
   out.error_code = t.error;
+  out.topic_id = t.topic_id;
   if (!t.description) return out;
   const auto& d = *t.description;
   out.topic_id = parse_uuid(d.topic_id);
@@ -44,7 +48,7 @@ protocol::metadata_response_data::metadata_response_topic to_metadata_topic(cons
 void lookup_topic(broker::broker& b, std::string name, bool auto_create, std::function<void(topic_lookup)> done) {
   auto describe = [&b, name, done](int16_t error_if_missing) {
     b.admin().describe_topic(name, [name, done, error_if_missing](broker::result<broker::topic_description> d) {
-      topic_lookup out{name, std::nullopt, error_code::none};
+      topic_lookup out{name, std::nullopt, error_code::none, {}};
       if (d.ok()) {
         out.description = std::move(d).value();
       } else {
@@ -55,14 +59,14 @@ void lookup_topic(broker::broker& b, std::string name, bool auto_create, std::fu
   };
   if (b.admin().topic_exists(name) || !auto_create) return describe(error_code::unknown_topic_or_partition);
   if (!broker::validate_topic_name(name).ok()) {
-    return done(topic_lookup{name, std::nullopt, error_code::invalid_topic_exception});
+    return done(topic_lookup{name, std::nullopt, error_code::invalid_topic_exception, {}});
   }
   broker::create_topic_request create;
   create.name = name;
   b.admin().create_topic(std::move(create), [name, done, describe](broker::result<broker::topic_description> created) {
-    if (created.ok()) return done(topic_lookup{name, std::move(created).value(), error_code::none});
+    if (created.ok()) return done(topic_lookup{name, std::move(created).value(), error_code::none, {}});
     if (created.error().code == broker::errc::topic_already_exists) return describe(error_code::unknown_topic_or_partition);
-    done(topic_lookup{name, std::nullopt, code_of(created.error())});
+    done(topic_lookup{name, std::nullopt, code_of(created.error()), {}});
   });
 }
 
@@ -156,10 +160,94 @@ int32_t client_controller_id(const request_context& ctx, const std::vector<kafka
   return ctx.options().node_id;
 }
 
+/// Metadata names topics by id from this version on (KIP-516); v10-11 carry the field unused.
+constexpr int16_t metadata_topic_id_version = 12;
+
+namespace {
+
+/// The Metadata answer: the brokers, the controller, and `found` in order, with each topic's
+/// authorized operations when `topic_operations` (v8+) and the cluster's when `cluster_operations`
+/// (v8-10).
+void answer_metadata(const request_context& ctx, const std::vector<topic_lookup>& found, bool topic_operations,
+                     bool cluster_operations) {
+  protocol::metadata_response_data out;
+  const auto& o = ctx.options();
+  const auto nodes = kafka_nodes(ctx);
+  for (const auto& n : nodes) {
+    protocol::metadata_response_data::metadata_response_broker broker;
+    broker.node_id = n.node_id;
+    broker.host = n.host;
+    broker.port = n.port;
+    if (!n.rack.empty()) broker.rack = n.rack;
+    out.brokers.push_back(std::move(broker));
+  }
+  out.cluster_id = o.cluster_id;
+  out.controller_id = client_controller_id(ctx, nodes);
+  for (const auto& t : found) {
+    out.topics.push_back(to_metadata_topic(t));
+    if (topic_operations && t.name && t.error != error_code::topic_authorization_failed) {
+      out.topics.back().topic_authorized_operations = ctx.authorized_operations(security::resource_type::topic, *t.name);
+    }
+  }
+  if (cluster_operations) {
+    out.cluster_authorized_operations =
+        ctx.authorized_operations(security::resource_type::cluster, security::cluster_resource_name);
+  }
+  ctx.answer(out);
+}
+
+/// The topics of a Metadata v12+ request that names any by id (KIP-516), as Kafka's
+/// KafkaApis.handleTopicMetadataRequest takes them: by their ids alone, each distinct non-zero id
+/// once in request order; the names are not read, so an entry with a name and an id asks for the
+/// id's topic, and one with only a name is left out. An unknown id answers UNKNOWN_TOPIC_ID; a
+/// topic the principal may not DESCRIBE answers TOPIC_AUTHORIZATION_FAILED with its id and no
+/// name (Kafka holds ids not secret, names are); the rest are described (never created: they
+/// exist). Slot i of `g` answers ids[i].
+void metadata_by_topic_ids(const request_context& ctx, const std::vector<protocol::uuid>& ids,
+                           const std::shared_ptr<gather<topic_lookup>>& g) {
+  const auto names = ctx.broker_api().admin().topic_names_of_ids(ids);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (!names[i]) {
+      g->slot(i) = topic_lookup{std::nullopt, std::nullopt, error_code::unknown_topic_id, ids[i]};
+      g->complete_one();
+    } else if (!ctx.authorized(security::resource_type::topic, *names[i], security::acl_operation::describe)) {
+      g->slot(i) = topic_lookup{std::nullopt, std::nullopt, error_code::topic_authorization_failed, ids[i]};
+      g->complete_one();
+    } else {
+      lookup_topic(ctx.broker_api(), *names[i], false, [g, i](topic_lookup t) {
+        g->slot(i) = std::move(t);
+        g->complete_one();
+      });
+    }
+  }
+}
+
+/// The distinct non-zero topic ids a Metadata request names, in request order; empty when it
+/// names none or is older than v12 (then it is answered by name).
+std::vector<protocol::uuid> metadata_topic_ids(const request_context& ctx, const protocol::metadata_request_data& request) {
+  std::vector<protocol::uuid> ids;
+  if (!request.topics || ctx.api_version < metadata_topic_id_version) return ids;
+  for (const auto& t : *request.topics) {
+    if (!t.topic_id.is_zero() && std::find(ids.begin(), ids.end(), t.topic_id) == ids.end()) ids.push_back(t.topic_id);
+  }
+  return ids;
+}
+
+}  // namespace
+
 void handle_metadata(const request_context& ctx, protocol::metadata_request_data request) {
   broker::broker& b = ctx.broker_api();
-  std::vector<std::string> names;
+  const bool topic_operations = ctx.api_version >= 8 && request.include_topic_authorized_operations;
+  const bool cluster_operations = ctx.api_version >= 8 && ctx.api_version <= 10 && request.include_cluster_authorized_operations;
+  auto answer = [ctx, topic_operations, cluster_operations](std::vector<topic_lookup>& found) {
+    answer_metadata(ctx, found, topic_operations, cluster_operations);
+  };
   const bool all = !request.topics || (ctx.api_version == 0 && request.topics->empty());
+  if (auto ids = all ? std::vector<protocol::uuid>{} : metadata_topic_ids(ctx, request); !ids.empty()) {
+    auto g = std::make_shared<gather<topic_lookup>>(ids.size(), answer);
+    return metadata_by_topic_ids(ctx, ids, g);
+  }
+  std::vector<std::string> names;
   if (all) {
     // DESCRIBE on each topic (KafkaApis.getTopicMetadata): the others are left out, unnamed.
     for (auto& name : b.admin().list_topics(true)) {
@@ -186,49 +274,21 @@ void handle_metadata(const request_context& ctx, protocol::metadata_request_data
     return allowed(security::resource_type::cluster, security::cluster_resource_name) ||
            allowed(security::resource_type::topic, topic);
   };
-  const bool topic_operations = ctx.api_version >= 8 && request.include_topic_authorized_operations;
-  const bool cluster_operations = ctx.api_version >= 8 && ctx.api_version <= 10 && request.include_cluster_authorized_operations;
-  auto g = std::make_shared<gather<topic_lookup>>(names.size(), [ctx, topic_operations, cluster_operations](
-                                                                    std::vector<topic_lookup>& found) {
-    protocol::metadata_response_data out;
-    const auto& o = ctx.options();
-    const auto nodes = kafka_nodes(ctx);
-    for (const auto& n : nodes) {
-      protocol::metadata_response_data::metadata_response_broker broker;
-      broker.node_id = n.node_id;
-      broker.host = n.host;
-      broker.port = n.port;
-      if (!n.rack.empty()) broker.rack = n.rack;
-      out.brokers.push_back(std::move(broker));
-    }
-    out.cluster_id = o.cluster_id;
-    out.controller_id = client_controller_id(ctx, nodes);
-    for (const auto& t : found) {
-      out.topics.push_back(to_metadata_topic(t));
-      if (topic_operations && t.error != error_code::topic_authorization_failed) {
-        out.topics.back().topic_authorized_operations = ctx.authorized_operations(security::resource_type::topic, t.name);
-      }
-    }
-    if (cluster_operations) {
-      out.cluster_authorized_operations =
-          ctx.authorized_operations(security::resource_type::cluster, security::cluster_resource_name);
-    }
-    ctx.answer(out);
-  });
+  auto g = std::make_shared<gather<topic_lookup>>(names.size(), answer);
   for (size_t i = 0; i < names.size(); ++i) {
-    if (names[i].empty()) {   // v10+ may name a topic by id only; ids are not looked up yet
-      g->slot(i) = topic_lookup{"", std::nullopt, error_code::unknown_topic_id};
+    if (names[i].empty()) {   // a null name (v10+) without an id (v10-11 ids are not read, as Kafka's)
+      g->slot(i) = topic_lookup{"", std::nullopt, error_code::unknown_topic_id, {}};
       g->complete_one();
       continue;
     }
     if (!all && !ctx.authorized(security::resource_type::topic, names[i], security::acl_operation::describe)) {
-      g->slot(i) = topic_lookup{names[i], std::nullopt, error_code::topic_authorization_failed};
+      g->slot(i) = topic_lookup{names[i], std::nullopt, error_code::topic_authorization_failed, {}};
       g->complete_one();
       continue;
     }
     const bool creatable = auto_create && !b.admin().topic_exists(names[i]) && may_create(names[i]);
     if (auto_create && !creatable && !b.admin().topic_exists(names[i])) {
-      g->slot(i) = topic_lookup{names[i], std::nullopt, error_code::topic_authorization_failed};
+      g->slot(i) = topic_lookup{names[i], std::nullopt, error_code::topic_authorization_failed, {}};
       g->complete_one();
       continue;
     }

@@ -63,6 +63,12 @@ constexpr acl_check group_describe_all{resource_type::group, acl_operation::desc
 constexpr std::array<acl_check, 2> produce_checks{txn_write, topic_write};
 constexpr std::array<acl_check, 1> fetch_checks{topic_read};
 constexpr std::array<acl_check, 1> describe_topic_checks{topic_describe};
+// KIP-320 opened OffsetForLeaderEpoch to consumers: CLUSTER_ACTION on the cluster (a follower's
+// right, its first use) serves every topic, else DESCRIBE on each (KafkaApis, whatever ReplicaId).
+constexpr acl_check topic_describe_unless_cluster_action{resource_type::topic, acl_operation::describe,
+                                                         ec::topic_authorization_failed,
+                                                         "every topic named, unless CLUSTER_ACTION on the cluster"};
+constexpr std::array<acl_check, 1> offset_for_leader_epoch_checks{topic_describe_unless_cluster_action};
 constexpr std::array<acl_check, 3> metadata_checks{topic_describe, cluster_create, topic_create};
 constexpr std::array<acl_check, 2> offset_commit_checks{group_read, topic_read};
 constexpr std::array<acl_check, 2> offset_fetch_checks{group_describe, topic_describe};
@@ -109,7 +115,7 @@ constexpr std::array<api_authorization, 44> table{{
     {20, "DeleteTopics", topic_delete_checks},
     {21, "DeleteRecords", topic_delete_checks},
     {22, "InitProducerId", init_producer_id_checks},
-    {23, "OffsetForLeaderEpoch", describe_topic_checks},
+    {23, "OffsetForLeaderEpoch", offset_for_leader_epoch_checks},
     {24, "AddPartitionsToTxn", add_partitions_to_txn_checks},
     {25, "AddOffsetsToTxn", add_offsets_to_txn_checks},
     {26, "EndTxn", end_txn_checks},

@@ -688,51 +688,76 @@ void handle_fetch(const request_context& ctx, protocol::fetch_request_data reque
 
 // ---------------------------------------------------------------- ListOffsets
 
-void handle_list_offsets(const request_context& ctx, protocol::list_offsets_request_data request) {
-  using partition_result = protocol::list_offsets_response_data::list_offsets_partition_response;
-  broker::broker& b = ctx.broker_api();
-  struct target {
-    size_t topic_index;
-    int32_t partition;
-    int64_t timestamp;
-    int32_t current_leader_epoch;   // v4+ (KIP-320); -1 below
-  };
-  std::vector<target> targets;
-  std::vector<std::string> names;
-  const broker::isolation_level isolation = request.isolation_level == 1 ? broker::isolation_level::read_committed
-                                                                         : broker::isolation_level::read_uncommitted;
-  for (size_t t = 0; t < request.topics.size(); ++t) {
-    names.push_back(request.topics[t].name);
-    for (const auto& p : request.topics[t].partitions) {
-      targets.push_back({t, p.partition_index, p.timestamp, p.current_leader_epoch});
+namespace {
+
+/// The partitions of a request that names them under its topics (ListOffsets,
+/// OffsetForLeaderEpoch), in request order: one slot of a gather each.
+template <class RequestTopic>
+struct partition_targets {
+  using partition = typename decltype(RequestTopic::partitions)::value_type;
+  std::vector<std::string> names;       ///< the request's topics, in request order
+  std::vector<size_t> topic_of;         ///< per target: the index of its topic in `names`
+  std::vector<partition> partitions;    ///< per target: its entry in the request
+};
+
+/// `topics`' partitions as targets; `name` is the field that names a request topic.
+template <class RequestTopic>
+partition_targets<RequestTopic> targets_of(const std::vector<RequestTopic>& topics, std::string RequestTopic::*name) {
+  partition_targets<RequestTopic> out;
+  for (size_t t = 0; t < topics.size(); ++t) {
+    out.names.push_back(topics[t].*name);
+    for (const auto& p : topics[t].partitions) {
+      out.topic_of.push_back(t);
+      out.partitions.push_back(p);
     }
   }
-  std::vector<size_t> topic_of;
-  for (const auto& t : targets) topic_of.push_back(t.topic_index);
-  auto g = std::make_shared<gather<partition_result>>(targets.size(), [ctx, names, topic_of](std::vector<partition_result>& results) {
-    protocol::list_offsets_response_data out;
-    for (const auto& n : names) {
-      protocol::list_offsets_response_data::list_offsets_topic_response t;
-      t.name = n;
-      out.topics.push_back(std::move(t));
-    }
-    for (size_t i = 0; i < results.size(); ++i) out.topics[topic_of[i]].partitions.push_back(std::move(results[i]));
-    ctx.answer(out);
-  });
-  for (size_t i = 0; i < targets.size(); ++i) {
-    const auto& t = targets[i];
+  return out;
+}
+
+/// A gather with one `Result` slot per target that, once every slot is in, answers `ctx` with a
+/// `Response` listing the request's topics in request order (each named in its `name` field)
+/// with their targets' results in request order.
+template <class Response, class Result, class RequestTopic, class TopicResult>
+std::shared_ptr<gather<Result>> gather_by_topic(const request_context& ctx, const partition_targets<RequestTopic>& targets,
+                                                std::string TopicResult::*name) {
+  return std::make_shared<gather<Result>>(
+      targets.partitions.size(), [ctx, names = targets.names, topic_of = targets.topic_of, name](std::vector<Result>& results) {
+        Response out;
+        for (const auto& n : names) {
+          TopicResult t;
+          t.*name = n;
+          out.topics.push_back(std::move(t));
+        }
+        for (size_t i = 0; i < results.size(); ++i) out.topics[topic_of[i]].partitions.push_back(std::move(results[i]));
+        ctx.answer(out);
+      });
+}
+
+}  // namespace
+
+void handle_list_offsets(const request_context& ctx, protocol::list_offsets_request_data request) {
+  using response = protocol::list_offsets_response_data;
+  using partition_result = response::list_offsets_partition_response;
+  broker::broker& b = ctx.broker_api();
+  const broker::isolation_level isolation = request.isolation_level == 1 ? broker::isolation_level::read_committed
+                                                                         : broker::isolation_level::read_uncommitted;
+  const auto targets = targets_of(request.topics, &protocol::list_offsets_request_data::list_offsets_topic::name);
+  auto g = gather_by_topic<response, partition_result>(ctx, targets, &response::list_offsets_topic_response::name);
+  for (size_t i = 0; i < targets.partitions.size(); ++i) {
+    const auto& t = targets.partitions[i];
+    const std::string& topic = targets.names[targets.topic_of[i]];
     partition_result& slot = g->slot(i);
-    slot.partition_index = t.partition;
+    slot.partition_index = t.partition_index;
     slot.timestamp = -1;
     slot.offset = -1;
     slot.leader_epoch = -1;
-    if (!ctx.authorized(security::resource_type::topic, names[t.topic_index], security::acl_operation::describe)) {
+    if (!ctx.authorized(security::resource_type::topic, topic, security::acl_operation::describe)) {
       slot.error_code = error_code::topic_authorization_failed;
       g->complete_one();
       continue;
     }
     broker::list_offsets_request lo;
-    lo.partition = model::topic_partition{names[t.topic_index], model::partition_id{t.partition}};
+    lo.partition = model::topic_partition{topic, model::partition_id{t.partition_index}};
     lo.isolation = isolation;
     lo.current_leader_epoch = t.current_leader_epoch;
     // Kafka's special timestamps: -1 latest (the high watermark; the last stable offset with
@@ -773,48 +798,31 @@ void handle_offset_for_leader_epoch(const request_context& ctx, protocol::offset
   // leader's epoch cache (broker::end_offset_for_leader_epoch). KIP-320 consumers ask it after
   // every leader change: an undefined answer for an epoch the log holds reads as truncation and
   // resets their position by auto.offset.reset.
-  using epoch_end_offset = protocol::offset_for_leader_epoch_response_data::epoch_end_offset;
-  using topic_result = protocol::offset_for_leader_epoch_response_data::offset_for_leader_topic_result;
+  using response = protocol::offset_for_leader_epoch_response_data;
+  using epoch_end_offset = response::epoch_end_offset;
   broker::broker& b = ctx.broker_api();
-  struct target {
-    size_t topic_index;
-    int32_t partition;
-    int32_t current_leader_epoch;
-    int32_t leader_epoch;
-  };
-  std::vector<target> targets;
-  for (size_t t = 0; t < request.topics.size(); ++t) {
-    for (const auto& p : request.topics[t].partitions) {
-      targets.push_back({t, p.partition, p.current_leader_epoch, p.leader_epoch});
-    }
-  }
-  std::vector<std::string> names;
-  for (const auto& t : request.topics) names.push_back(t.topic);
-  std::vector<size_t> topic_of;
-  for (const auto& t : targets) topic_of.push_back(t.topic_index);
-  auto g = std::make_shared<gather<epoch_end_offset>>(targets.size(), [ctx, names, topic_of](std::vector<epoch_end_offset>& results) {
-    protocol::offset_for_leader_epoch_response_data out;
-    for (const auto& n : names) {
-      topic_result t;
-      t.topic = n;
-      out.topics.push_back(std::move(t));
-    }
-    for (size_t i = 0; i < results.size(); ++i) out.topics[topic_of[i]].partitions.push_back(std::move(results[i]));
-    ctx.answer(out);
-  });
-  for (size_t i = 0; i < targets.size(); ++i) {
-    const auto& t = targets[i];
+  const auto targets = targets_of(request.topics, &protocol::offset_for_leader_epoch_request_data::offset_for_leader_topic::topic);
+  auto g = gather_by_topic<response, epoch_end_offset>(ctx, targets, &response::offset_for_leader_topic_result::topic);
+  // CLUSTER_ACTION on the cluster (the right followers have: the api was theirs alone before
+  // KIP-320) serves every topic; else DESCRIBE on each, a consumer's. Kafka asks it so whatever
+  // the ReplicaId (KafkaApis.handleOffsetForLeaderEpochRequest), and a denial of the first is
+  // not logged (logIfDenied = false): a consumer is not expected to hold it.
+  const bool cluster_action = ctx.authorized_unlogged(security::resource_type::cluster, security::cluster_resource_name,
+                                                      security::acl_operation::cluster_action);
+  for (size_t i = 0; i < targets.partitions.size(); ++i) {
+    const auto& t = targets.partitions[i];
+    const std::string& topic = targets.names[targets.topic_of[i]];
     epoch_end_offset& slot = g->slot(i);
     slot.partition = t.partition;
     slot.leader_epoch = -1;
     slot.end_offset = -1;
-    if (!ctx.authorized(security::resource_type::topic, names[t.topic_index], security::acl_operation::describe)) {
+    if (!cluster_action && !ctx.authorized(security::resource_type::topic, topic, security::acl_operation::describe)) {
       slot.error_code = error_code::topic_authorization_failed;
       g->complete_one();
       continue;
     }
     broker::epoch_end_offset_request asked;
-    asked.partition = model::topic_partition{names[t.topic_index], model::partition_id{t.partition}};
+    asked.partition = model::topic_partition{topic, model::partition_id{t.partition}};
     asked.leader_epoch = model::leader_epoch{t.leader_epoch};
     asked.current_leader_epoch = t.current_leader_epoch;
     b.end_offset_for_leader_epoch(std::move(asked), [g, i](broker::result<broker::epoch_end_offset> r) {

@@ -135,6 +135,10 @@ struct connection : std::enable_shared_from_this<connection> {
   std::shared_ptr<runtime::request_memory_pool> pool;
   size_t frame_pool_bytes = 0;
   uint64_t pool_ticket = 0;
+  /// kafka.request.body.timeout.ms: armed when the pool reserves the frame being read; a frame
+  /// read since (frames_read moved on) disarms it.
+  std::unique_ptr<shard_timer> body_deadline;
+  uint64_t frames_read = 0;
   std::deque<slot> slots;        // unanswered or unsent, oldest first
   uint64_t first_slot_seq = 0;   // sequence number of slots.front()
   uint64_t next_seq = 0;
@@ -233,6 +237,7 @@ struct connection : std::enable_shared_from_this<connection> {
     switch (r.outcome) {
       case runtime::request_memory_pool::reserve_outcome::reserved:
         frame_pool_bytes = size;
+        arm_body_deadline(o.options.request_body_timeout_ms);
         return read_body(size);
       case runtime::request_memory_pool::reserve_outcome::too_large:
         return close("frame size " + std::to_string(size) + " above queued.max.request.bytes=" +
@@ -257,7 +262,25 @@ struct connection : std::enable_shared_from_this<connection> {
       base::observe_latency_since(base::latency_stage::kafka_read_paused, read_paused_ns);
       read_paused_ns = 0;
     }
+    if (auto o = owner.lock()) arm_body_deadline(o->options.request_body_timeout_ms);
     read_body(size);
+  }
+
+  /// A frame whose declared size the pool reserved must be read within `timeout_ms` (0: no
+  /// limit): else the connection is closed and the room goes back to every other connection's
+  /// frames. Before it, a client that declared a large frame and sent nothing held its room until
+  /// connections.max.idle.ms (10 min), and a few such clients stopped every Kafka connection's reads.
+  void arm_body_deadline(int64_t timeout_ms) {
+    if (timeout_ms <= 0) return;
+    if (!body_deadline) body_deadline = std::make_unique<shard_timer>(stream.get_executor());
+    body_deadline->expires_after(std::chrono::milliseconds(timeout_ms));
+    body_deadline->async_wait([self = shared_from_this(), timeout_ms, reads = frames_read,
+                               size = frame_pool_bytes](boost::system::error_code ec) {
+      if (ec || self->closed || self->frames_read != reads) return;
+      self->close("the body of a " + std::to_string(size) + "-byte request frame was not read within " +
+                  "kafka.request.body.timeout.ms=" + std::to_string(timeout_ms) +
+                  ": its room in queued.max.request.bytes is given back");
+    });
   }
 
   void read_body(size_t size) {
@@ -272,6 +295,8 @@ struct connection : std::enable_shared_from_this<connection> {
 
   void on_frame(boost::system::error_code ec) {
     reading = false;
+    ++frames_read;
+    if (body_deadline) body_deadline->cancel();
     if (closed) return;
     if (ec) {
       close("read failed inside a frame: " + ec.message());
@@ -638,6 +663,7 @@ struct connection : std::enable_shared_from_this<connection> {
     if (close_timer) close_timer->cancel();
     if (mute_timer) mute_timer->cancel();
     if (idle_timer) idle_timer->cancel();
+    if (body_deadline) body_deadline->cancel();
     login_done();
     slot_in_limits.release();
     // A waiter already granted finds the connection closed and gives its bytes back (on_pool_room).

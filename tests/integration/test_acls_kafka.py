@@ -477,3 +477,58 @@ def test_kafkajs_meets_the_same_rules(acl_broker, monkeypatch):
     monkeypatch.setenv("KAFKA_SASL_USERNAME", BOB[0])
     monkeypatch.setenv("KAFKA_SASL_PASSWORD", BOB[1])
     run_kafkajs("acls.test.mjs", b.bootstrap, topic)
+
+
+def test_offset_for_leader_epoch_needs_cluster_action_or_describe_whatever_the_replica_id(ringlog_bin, tmp_path):
+    """OffsetForLeaderEpoch was a follower's api (CLUSTER_ACTION on the cluster) until KIP-320 let
+    consumers ask it with DESCRIBE on the topic. Kafka's KafkaApis.handleOffsetForLeaderEpochRequest
+    serves a principal holding either, whatever the request's ReplicaId (-1 a consumer, >= 0 a
+    follower). Before: only DESCRIBE counted, so a principal with CLUSTER_ACTION alone (a
+    follower's) was refused with TOPIC_AUTHORIZATION_FAILED."""
+    b = AclBroker(tmp_path / "data").start()
+    try:
+        create_topic(b, "olfe-acl")
+        create_topic(b, "olfe-closed")
+        assert produce_one(b, ADMIN, "olfe-acl") is None   # epoch 0 ends at offset 1
+        create_acls(b, allow("User:bob", ResourceType.TOPIC, "olfe-acl", ACLOperation.DESCRIBE),
+                    allow("User:carol", ResourceType.CLUSTER, "kafka-cluster", ACLOperation.CLUSTER_ACTION))
+
+        def end_offset(user, topic, replica_id):
+            with kafka_wire.connect(b.bootstrap) as s:
+                scram_login(s, "SCRAM-SHA-512", user)
+                answer = kafka_schema.exchange(s, "OffsetForLeaderEpoch", 4, 1, {
+                    "ReplicaId": replica_id,
+                    "Topics": [{"Topic": topic, "Partitions": [{"Partition": 0, "LeaderEpoch": 0, "CurrentLeaderEpoch": -1}]}]})
+            [p] = answer["Topics"][0]["Partitions"]
+            return p["ErrorCode"], p["EndOffset"]
+
+        for replica_id in (-1, 1):
+            wait_until(lambda: end_offset(CAROL, "olfe-acl", replica_id) == (0, 1), 15,
+                       f"CLUSTER_ACTION alone to be served (ReplicaId {replica_id})")
+            assert end_offset(BOB, "olfe-acl", replica_id) == (0, 1), replica_id
+            assert end_offset(BOB, "olfe-closed", replica_id) == (TOPIC_AUTHORIZATION_FAILED, -1), replica_id
+    finally:
+        assert b.stop() == 0
+
+
+def test_metadata_by_topic_id_is_authorized_as_by_name(acl_broker):
+    """KIP-516, Metadata v12 naming topics by id: DESCRIBE on the topic, as a by-name request. A
+    refused topic answers TOPIC_AUTHORIZATION_FAILED with its id and a null name (Kafka's
+    KafkaApis.handleTopicMetadataRequest: ids are not secret, names are)."""
+    b = acl_broker
+    for t in ("id-open", "id-hidden"):
+        create_topic(b, t)
+    create_acls(b, allow("User:bob", ResourceType.TOPIC, "id-open", ACLOperation.DESCRIBE))
+    with kafka_wire.connect(b.bootstrap) as s:
+        scram_login(s, "SCRAM-SHA-512", ADMIN)
+        named = kafka_schema.exchange(s, "Metadata", 12, 1, {"Topics": [{"Name": "id-open"}, {"Name": "id-hidden"}],
+                                                             "AllowAutoTopicCreation": False})
+    ids = {t["Name"]: t["TopicId"] for t in named["Topics"]}
+    by_id = {"Topics": [{"TopicId": uuid.UUID(ids[n]).bytes, "Name": None} for n in ("id-open", "id-hidden")],
+             "AllowAutoTopicCreation": False}
+    with kafka_wire.connect(b.bootstrap) as s:
+        scram_login(s, "SCRAM-SHA-512", BOB)
+        answer = wait_until(lambda: (lambda a: a if a["Topics"][0]["ErrorCode"] == 0 else None)(
+            kafka_schema.exchange(s, "Metadata", 12, 2, by_id)), 15, "bob's DESCRIBE ACL")
+    assert [(t["ErrorCode"], t["Name"], t["TopicId"]) for t in answer["Topics"]] == \
+        [(0, "id-open", ids["id-open"]), (TOPIC_AUTHORIZATION_FAILED, None, ids["id-hidden"])], answer

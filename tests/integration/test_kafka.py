@@ -9,6 +9,7 @@ import struct
 import subprocess
 import threading
 import time
+import uuid
 
 import pytest
 import requests
@@ -16,6 +17,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
 
+import kafka_schema
 import kafka_wire as kw
 from conftest import Broker, free_port, wait_until
 
@@ -836,3 +838,33 @@ def test_topic_describe_configs_lists_kafkas_topic_configs(kbroker, topic_name):
             topic_name + "-p"].result(10)
     assert "segment.jitter.ms" in str(e.value), str(e.value)
     assert admin.describe_configs([res])[res].result(10)["preallocate"].value == "false"
+
+
+# ---------------------------------------------------------------- Metadata by topic id (KIP-516)
+
+def test_metadata_v12_names_a_topic_by_its_id(kbroker):
+    """Metadata v12 may name a topic by its id alone (KIP-516), which Kafka 3.1+ resolves: the answer
+    carries the topic's name and id. An unknown id answers UNKNOWN_TOPIC_ID (100) with a null name.
+    A request naming any id is answered by its ids alone, as KafkaApis.handleTopicMetadataRequest:
+    an entry with a name and an id asks for the id's topic, one with only a name is left out.
+    Before: every id-only entry answered UNKNOWN_TOPIC_ID."""
+    create(kbroker.bootstrap, "md-by-id", partitions=2)
+    create(kbroker.bootstrap, "md-by-id-other")
+
+    def metadata(topics, correlation_id):
+        with kw.connect(kbroker.bootstrap) as s:
+            answer = kafka_schema.exchange(s, "Metadata", 12, correlation_id,
+                                           {"Topics": topics, "AllowAutoTopicCreation": True})
+        return [(t["ErrorCode"], t["Name"], t["TopicId"], len(t["Partitions"])) for t in answer["Topics"]]
+
+    named = metadata([{"Name": "md-by-id"}, {"Name": "md-by-id-other"}], 1)
+    ids = {name: topic_id for _, name, topic_id, _ in named}
+    assert uuid.UUID(ids["md-by-id"]).int != 0 and ids["md-by-id"] != ids["md-by-id-other"], named
+    by_id = lambda name: {"TopicId": uuid.UUID(ids[name]).bytes, "Name": None}  # noqa: E731
+    assert metadata([by_id("md-by-id")], 2) == [(0, "md-by-id", ids["md-by-id"], 2)]
+    unknown = uuid.uuid4()
+    assert metadata([{"TopicId": unknown.bytes, "Name": None}], 3) == [(100, None, str(unknown), 0)]
+    assert metadata([{"TopicId": uuid.UUID(ids["md-by-id-other"]).bytes, "Name": "md-by-id"}], 4) == \
+        [(0, "md-by-id-other", ids["md-by-id-other"], 1)]
+    assert metadata([by_id("md-by-id"), {"Name": "md-by-id-other"}, by_id("md-by-id")], 5) == \
+        [(0, "md-by-id", ids["md-by-id"], 2)]

@@ -159,3 +159,46 @@ def test_queued_max_request_bytes_help_config_file_and_bounds_agree(ringlog_bin,
         r = subprocess.run([str(ringlog_bin), "serve", "--set", f"queued.max.request.bytes={bad}",
                             "--set", f"log.dirs={tmp_path}/d"], capture_output=True, text=True, timeout=30)
         assert r.returncode != 0 and "queued.max.request.bytes" in r.stdout + r.stderr, (bad, r.stdout, r.stderr)
+
+
+def test_a_frame_whose_body_does_not_come_gives_its_room_back_at_kafka_request_body_timeout_ms(ringlog_bin, tmp_path):
+    """A client that declares a large frame and sends no body held its queued.max.request.bytes
+    room until connections.max.idle.ms (10 min): a few such connections (5 x 100 MiB fill the
+    default pool) stopped every Kafka client's reads that long. Now its connection is closed
+    kafka.request.body.timeout.ms after the room was reserved, and the frame that waited is read."""
+    b = Broker(tmp_path / "data", kafka_port=free_port(),
+               extra_sets=["queued.max.request.bytes=4194304", "kafka.request.body.timeout.ms=1500"]).start()
+    holder = None
+    try:
+        b.create_topic("body-deadline")
+        holder = socket.create_connection(("127.0.0.1", b.kafka_port), timeout=10)
+        holder.sendall(struct.pack(">i", 3_500_000) + bytes(1000))   # and nothing more, never closed
+        reserved_at = time.monotonic()
+        wait_until(lambda: gauge(b, "ringlog_kafka_request_pool_reserved_bytes") == 3_500_000, 10,
+                   "the holder's frame reserved")
+        batch = kw.batch([(None, bytes(900_000), None, int(time.time() * 1000))])
+        producer = kw.connect(b.bootstrap, timeout=30)
+        producer.sendall(kw.frame(kw.API_PRODUCE, 3, 7, kw.produce_v3("body-deadline", 0, batch, acks=1)))
+        size = struct.unpack(">i", kw.read_exact(producer, 4))[0]   # waits for the holder's deadline
+        answered_after = time.monotonic() - reserved_at
+        data = kw.read_exact(producer, size)
+        (_, _, error, base_offset, _), = kw.parse_produce_v3(data[4:])
+        assert (error, base_offset) == (0, 0)
+        assert 1.0 <= answered_after < 15, answered_after
+        producer.close()
+        holder.settimeout(10)
+        try:
+            assert holder.recv(1) == b"", "the holder's connection is closed"
+        except ConnectionResetError:
+            pass
+        line = next(x for x in b.log_path.read_text().splitlines() if "kafka.request.body.timeout.ms=1500" in x)
+        assert "kafka connection closed" in line and "3500000-byte request frame" in line, line
+        wait_until(lambda: gauge(b, "ringlog_kafka_request_pool_reserved_bytes") == 0, 10, "the pool empty again")
+    finally:
+        if holder is not None:
+            holder.close()
+        assert b.stop() == 0
+    for bad in ("-1", "86400001"):
+        r = subprocess.run([str(ringlog_bin), "serve", "--set", f"kafka.request.body.timeout.ms={bad}",
+                            "--set", f"log.dirs={tmp_path}/d"], capture_output=True, text=True, timeout=30)
+        assert r.returncode != 0 and "kafka.request.body.timeout.ms" in r.stdout + r.stderr, (bad, r.stdout, r.stderr)

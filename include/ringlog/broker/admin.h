@@ -278,6 +278,11 @@ class admin_api {
   /// Whether a topic of this name exists (internal topics included): one lookup, no copy of the
   /// topic list, so error paths may ask it once per record.
   [[nodiscard]] virtual bool topic_exists(const std::string& name) const = 0;
+  /// The names of the current topics (internal ones included) whose ids are `topic_ids`, in
+  /// order: nullopt for an id no current topic has, the zero id included (KIP-516: Metadata v12
+  /// names topics by id). One pass over the topics, whatever the number of ids.
+  [[nodiscard]] virtual std::vector<std::optional<std::string>> topic_names_of_ids(
+      const std::vector<controller::uuid>& topic_ids) const = 0;
   /// Whether the topic exists and has the partition (Kafka's metadataCache.contains(tp), which
   /// KafkaApis asks before an OffsetCommit stores an offset). Errors: unknown_topic_or_partition,
   /// naming the topic or the partition count.

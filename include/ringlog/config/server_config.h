@@ -188,6 +188,12 @@ struct server_config {
   /// frames of the largest socket.request.max.bytes at once and bounds what slow senders of large
   /// frames can make the broker hold (20 connections each sending 90 MB held about 2 GB before).
   int64_t queued_max_request_bytes = 536870912;
+  /// kafka.request.body.timeout.ms (ringlog; Kafka has none): a Kafka request frame's body must
+  /// be read this long after queued.max.request.bytes reserved its declared size, else the
+  /// connection is closed and the room given back; 0 = only connections.max.idle.ms bounds it.
+  /// 60 s: librdkafka's socket.timeout.ms (the Java client's request.timeout.ms is 30 s), past
+  /// which the client has given the request up anyway.
+  int64_t kafka_request_body_timeout_ms = 60000;
   bool kafka_fetch_zero_copy = true;                    // kafka.fetch.zero.copy: sendfile Fetch record sets
   bool process_role_broker = true;                      // process.roles contains "broker"
   bool process_role_controller = true;                  // process.roles contains "controller"

@@ -25,7 +25,8 @@
 //     listener_options::request_pool): a frame's declared size is reserved from the shared pool
 //     before its body is read, and given back when it is answered; a frame that does not fit
 //     waits (the connection stops reading) until room is given back; a frame larger than the
-//     whole pool closes the connection with a log line naming the key.
+//     whole pool closes the connection with a log line naming the key; a reserved frame whose
+//     body is not read within listener_options::request_body_timeout_ms closes it as well.
 // Connections are accepted on shard 0 and spread over all shards round-robin; Asio lives in
 // listener.cc only.
 
@@ -90,6 +91,9 @@ struct listener_options {
   /// and no request with its handler, is closed (answers the client does not read count as
   /// nothing); 0 = never.
   int64_t connections_max_idle_ms = 600000;
+  /// kafka.request.body.timeout.ms: a frame whose declared size request_pool reserved must be
+  /// read this long after, else the connection is closed (its room given back); 0 = no limit.
+  int64_t request_body_timeout_ms = 60000;
   /// max.connections, max.connections.per.ip, max.connection.creation.rate (runtime/connection_limits.h);
   /// nullptr = unlimited.
   std::shared_ptr<runtime::connection_limits> limits;
