@@ -195,6 +195,11 @@ class quota_rate {
   int64_t last_record_ms_ = 0;
 };
 
+/// The longest throttle any quota asks, ms: Kafka's throttle_time_ms fields are int32 (24.8 days).
+/// Byte rates (client_quota_sensors) and request_percentage (one sample) are clamped to it
+/// before they reach a wire or Retry-After.
+inline constexpr int64_t quota_throttle_ms_max = INT32_MAX;
+
 /// KIP-219's throttle time: 0 when `observed_per_second` <= `bound_per_second`, else
 /// (observed - bound) / bound x window_ms, rounded, capped at `max_ms`.
 int64_t quota_throttle_time_ms(double observed_per_second, double bound_per_second, int64_t window_ms,
