@@ -427,3 +427,22 @@ TEST_CASE("client_quota_sensors: the throttle follows the quota in force, not th
   CHECK(sensors.record(quota_key::consumer_byte_rate, client_match("c", 100), 1e6, window, 0) > 0);
   CHECK(sensors.record(quota_key::consumer_byte_rate, client_match("c", 1e8), 0, window, 1'000) == 0);
 }
+
+TEST_CASE("KIP-599 throttle times are computed without overflow and clamped to the int32 field") {
+  // The breaker of session 38: controller_mutation_rate=1e-9 asked 3999999988951 ms (wrapped to
+  // 1385435029 in the int32 field); 1e-20 overflowed int64 ("must wait -9223372036854775807 ms").
+  constexpr quota_window_config window{11, 1000};
+  for (const double rate : {1e-9, 1e-12, 1e-20, 1e-300}) {
+    CAPTURE(rate);
+    quota_token_bucket bucket(rate, window, 0);
+    bucket.record(250, 0);
+    CHECK(bucket.throttle_time_ms(0) == quota_throttle_ms_max);
+    client_quota_sensors sensors(100, 3'600'000);
+    CHECK(sensors.charge_mutations(client_match("admin", rate), 1, false, window, 0) == quota_throttle_ms_max);
+    CHECK(sensors.charge_mutations(client_match("admin", rate), 1, true, window, 0) == quota_throttle_ms_max);
+  }
+  // Within the field the time is exact: 0.0001/s, one partition, a burst of 0.0011.
+  quota_token_bucket bucket(1e-4, window, 0);
+  bucket.record(1, 0);
+  CHECK(bucket.throttle_time_ms(0) == 9'989'001);
+}
