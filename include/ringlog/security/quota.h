@@ -195,11 +195,6 @@ class quota_rate {
   int64_t last_record_ms_ = 0;
 };
 
-/// The longest throttle any quota asks, ms: Kafka's throttle_time_ms fields are int32 (24.8 days).
-/// Byte rates (client_quota_sensors), controller mutations (quota_token_bucket) and
-/// request_percentage (one sample) are all clamped to it before they reach a wire or Retry-After.
-inline constexpr int64_t quota_throttle_ms_max = INT32_MAX;
-
 /// KIP-219's throttle time: 0 when `observed_per_second` <= `bound_per_second`, else
 /// (observed - bound) / bound x window_ms, rounded, capped at `max_ms`.
 int64_t quota_throttle_time_ms(double observed_per_second, double bound_per_second, int64_t window_ms,
@@ -217,8 +212,7 @@ class quota_token_bucket {
   [[nodiscard]] bool admits(int64_t now_ms);
   /// Takes `cost` tokens (partitions created or deleted) at now_ms.
   void record(double cost, int64_t now_ms);
-  /// ms until the bucket is back above zero; 0 when it already is; at most quota_throttle_ms_max
-  /// (a tiny rate such as 1e-20/s would otherwise ask more ms than an int64 holds).
+  /// ms until the bucket is back above zero; 0 when it already is.
   [[nodiscard]] int64_t throttle_time_ms(int64_t now_ms);
   /// A new rate (a changed quota) keeps the tokens, clipped to the new burst.
   void set_rate(double rate_per_second);
