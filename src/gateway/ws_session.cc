@@ -807,17 +807,8 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   [[nodiscard]] bool may_fetch() const {
     return !closing_ && !credit_starved_ && credit_records_ > 0 && (!bytes_counted_ || credit_bytes_ > 0) &&
            out_bytes_ < limits::ws_write_queue_low_water_bytes && !ctx_.shared->stopping.load() &&
-           within_total_queue_bound() && std::chrono::steady_clock::now() >= quota_paused_until_;
-  }
-  /// Whether this session may add to the server-wide queue: while all queues together hold less
-  /// than ws_write_queue_total_bytes_max, or past it while this session's queue is empty (a reader
-  /// that keeps up). Readers that never read fill the total and stop there; one that keeps up
-  /// fetches one answer's worth (ws_fetch_bytes_max of records) each time its queue drains, so
-  /// they cannot stall it (the breaker of session 38: 300 subscribers that granted credit and
-  /// never read kept 7 of a healthy subscriber's 10 records from it for 5 s). The total then
-  /// passes the bound by at most one fetch answer per session that keeps up.
-  [[nodiscard]] bool within_total_queue_bound() const {
-    return out_bytes_ == 0 || ctx_.shared->queued_bytes.load() < limits::ws_write_queue_total_bytes_max;
+           ctx_.shared->queued_bytes.load() < limits::ws_write_queue_total_bytes_max &&
+           std::chrono::steady_clock::now() >= quota_paused_until_;
   }
 
   /// Every change of this session's queue goes through here, so the server-wide total follows.
