@@ -63,8 +63,6 @@ class api {
   [[nodiscard]] const api_options& options() const { return options_; }
   [[nodiscard]] metrics& metrics_registry() { return metrics_; }
   [[nodiscard]] bool stopping_flag() const { return stopping_; }
-  /// The HTTP clients throttled now by their quotas (issue 31, http_quotas.h).
-  [[nodiscard]] http_throttles& throttles() { return throttles_; }
   /// Bytes of record answers built and not yet sent (http_response_bytes_held_max).
   [[nodiscard]] held_bytes_budget& response_budget() { return response_budget_; }
 
@@ -75,7 +73,6 @@ class api {
   metrics& metrics_;
   api_options options_;
   std::atomic<bool> stopping_ = false;
-  http_throttles throttles_;
   held_bytes_budget response_budget_{http_response_bytes_held_max};
 };
 

@@ -163,10 +163,7 @@ struct api::call : std::enable_shared_from_this<api::call> {
 
   int64_t count_quota_bytes(size_t bytes) {
     if (!byte_quota || bytes == 0) return 0;
-    const int64_t throttle_ms =
-        broker().security().record_client_quota(*byte_quota, principal().name, client_id, static_cast<double>(bytes));
-    self->throttles_.throttle(*byte_quota, principal().name, client_id, throttle_ms, std::chrono::steady_clock::now());
-    return throttle_ms;
+    return broker().security().record_client_quota(*byte_quota, principal().name, client_id, static_cast<double>(bytes));
   }
 
   void respond(http_response r) {

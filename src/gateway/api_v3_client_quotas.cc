@@ -246,10 +246,10 @@ bool admit_quota_client(const call_ptr& c, std::string_view method, std::string_
   c->byte_quota = route_byte_quota(method, pattern);
   if (!c->byte_quota) return true;
   // The sensor's own throttle (shared by every client of the matched entity: a user quota holds
-  // whatever X-Client-Id a request names), or the one handed out last to this client.
-  const int64_t left_ms = std::max(
-      c->broker().security().client_quota_throttle_ms(*c->byte_quota, c->principal().name, c->client_id),
-      c->self->throttles().remaining_ms(*c->byte_quota, c->principal().name, c->client_id, std::chrono::steady_clock::now()));
+  // whatever X-Client-Id a request names), against the quota in force now: none when no quota
+  // matches any more, shorter when it was raised (http_quotas.h).
+  const int64_t left_ms =
+      c->broker().security().client_quota_throttle_ms(*c->byte_quota, c->principal().name, c->client_id);
   if (left_ms == 0) return true;
   // A stream read is slowed, never refused (an EventSource takes a 429 as the end): it starts,
   // and the throttle its first chunk counts pauses it (api_streams.cc), as an open stream is.

@@ -1208,8 +1208,8 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
     });
   }
 
-  /// A commit's "offsets": each the next offset to read of a partition the member owns, at most one
-  /// past the last record delivered to it there (a commit may not skip what it never received).
+  /// A commit's "offsets": each the next offset to read of a partition the member owns, in
+  /// [0, last record delivered to it there + 1] (a commit may not skip what it never received).
   base::result<std::vector<group::processed_offset>, std::string> commit_offsets_named(const json& list) const {
     if (!list.is_array() || list.empty()) return std::string("offsets must be a non-empty array of {topic, partition, offset}");
     std::vector<group::processed_offset> out;
@@ -1226,8 +1226,11 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
         return "partition " + name + " is not assigned to this member, or nothing of it was delivered to it";
       }
       const int64_t next = o["offset"].get<int64_t>();
-      if (next < 1 || next > delivered->second.value() + 1) {
-        return "offset " + std::to_string(next) + " of " + name + " is outside [1, " +
+      // From 0: the offset a session started at (its first record's, 0 on a new topic) is a
+      // position like any other; Kafka commits it too (the breaker of session 38 saw offset 0
+      // refused after records 0-2 were delivered). Below the start rewinds the group, as in Kafka.
+      if (next < 0 || next > delivered->second.value() + 1) {
+        return "offset " + std::to_string(next) + " of " + name + " is outside [0, " +
                std::to_string(delivered->second.value() + 1) +
                "] (the next offset to read, at most one past the last record delivered to this member)";
       }

@@ -39,7 +39,7 @@ int64_t client_quota_sensors::throttle_of(quota_key key, const sensor& s, double
   // Kafka bounds a request-time throttle by one sample window (ClientRequestQuotaManager) and
   // leaves a byte-rate one unbounded (ClientQuotaManager.throttleTime: KIP-219's formula); the
   // throttle_time_ms field is an int32.
-  constexpr int64_t byte_rate_throttle_ms_max = INT32_MAX;
+  constexpr int64_t byte_rate_throttle_ms_max = quota_throttle_ms_max;
   if (key == quota_key::request_percentage) return quota_throttle_time_ms(s.rate, bound, now_ms, window.sample_ms);
   const int64_t back_at_bound = quota_throttle_time_ms(s.rate, bound, now_ms, window.sample_ms * window.samples);
   const int64_t kip_219 = quota_throttle_time_ms(s.rate.rate_per_second(now_ms), bound, s.rate.window_ms(now_ms),
@@ -53,13 +53,26 @@ int64_t client_quota_sensors::paid_throttle_ms(const sensor& s, quota_window_con
   const int64_t burst_ms = static_cast<int64_t>(std::max(window.samples, 2) - 1) * std::max<int64_t>(window.sample_ms, 1);
   const double unpaid_ms = s.paid_until_ms - static_cast<double>(now_ms) - static_cast<double>(burst_ms);
   if (!(unpaid_ms > 0)) return 0;
-  return static_cast<int64_t>(std::min(std::ceil(unpaid_ms), static_cast<double>(INT32_MAX)));
+  return static_cast<int64_t>(std::min(std::ceil(unpaid_ms), static_cast<double>(quota_throttle_ms_max)));
+}
+
+void client_quota_sensors::rebase(quota_key key, sensor& s, double bound, quota_window_config window, int64_t now_ms) {
+  const double old_bound = s.seen.bound;
+  s.seen.bound = bound;
+  if (old_bound == bound || !(old_bound > 0) || !(bound > 0)) return;
+  // The bytes still owed at the old bound, paid at the new one (Kafka recomputes the throttle
+  // from the sensor's rate against the quota in force at each request: a raised quota lifts it).
+  const auto now = static_cast<double>(now_ms);
+  if (s.paid_until_ms > now) s.paid_until_ms = now + (s.paid_until_ms - now) * (old_bound / bound);
+  // The throttle handed out under the old bound is recomputed under the new one.
+  s.throttled_until_ms = now_ms;
+  s.throttled_until_ms = now_ms + throttle_of(key, s, bound, window, now_ms);
 }
 
 int64_t client_quota_sensors::record(quota_key key, const quota_match& match, double value, quota_window_config window,
                                      int64_t now_ms) {
   sensor& s = sensor_for(key, match, window, now_ms);
-  s.seen.bound = match.bound;
+  rebase(key, s, match.bound, window, now_ms);
   s.rate.record(value, now_ms);
   s.seen.total += value;
   if (key != quota_key::request_percentage && match.bound > 0) {
@@ -92,7 +105,10 @@ int64_t client_quota_sensors::throttle_ms(quota_key key, const quota_match& matc
   // A newcomer while the sensors were full shares its entity's (sensor_for).
   if (found == sensors_.end()) found = sensors_.find({key, match.entity.to_string()});
   if (found == sensors_.end()) return 0;
-  return throttle_of(key, found->second, match.bound, window, now_ms);
+  if (found->second.seen.bound == match.bound) return throttle_of(key, found->second, match.bound, window, now_ms);
+  sensor changed = found->second;   // the quota changed since its last record: as record() will see it
+  rebase(key, changed, match.bound, window, now_ms);
+  return throttle_of(key, changed, match.bound, window, now_ms);
 }
 
 std::vector<client_quota_sensors::usage> client_quota_sensors::usages() const {

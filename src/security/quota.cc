@@ -312,8 +312,13 @@ void quota_token_bucket::record(double cost, int64_t now_ms) {
 int64_t quota_token_bucket::throttle_time_ms(int64_t now_ms) {
   refill(now_ms);
   if (tokens_ > 0 || !(rate_per_second_ > 0)) return 0;
-  // Back above zero: the deficit plus one token's worth of a millisecond, rounded up.
-  return static_cast<int64_t>(std::ceil(-tokens_ / rate_per_second_ * 1000.0)) + 1;
+  // Back above zero: the deficit plus one token's worth of a millisecond, rounded up. Computed
+  // in double and clamped before the cast: at controller_mutation_rate=1e-20 one partition is
+  // 1e23 ms, which overflowed int64 (the breaker of session 38 saw "must wait
+  // -9223372036854775807 ms" over HTTP and an int32 wrap or 0 over Kafka).
+  const double ms = std::ceil(-tokens_ / rate_per_second_ * 1000.0) + 1;
+  if (!(ms < static_cast<double>(quota_throttle_ms_max))) return quota_throttle_ms_max;
+  return static_cast<int64_t>(ms);
 }
 
 void quota_token_bucket::set_rate(double rate_per_second) {

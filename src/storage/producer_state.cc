@@ -162,6 +162,7 @@ void producer_state::update(const codec::batch_header& header, model::timestamp_
   }
   const model::timestamp_ms stamp = header.max_timestamp >= 0 ? header.max_timestamp : append_time_ms;
   entry.last_timestamp_ms = stamp;
+  entry.last_append_offset = header.last_offset().value();
   // A batch compaction emptied (records_count 0, log_cleaner.h) carries no transaction's data:
   // it opens none, or a replay would open one whose marker the cleaner may have removed.
   if (header.is_transactional() && header.records_count > 0 && !entry.current_txn_first_offset) {
@@ -190,6 +191,7 @@ std::optional<completed_txn> producer_state::end_txn(const codec::batch_header& 
   }
   entry.coordinator_epoch = std::max(entry.coordinator_epoch, marker.coordinator_epoch);
   entry.last_timestamp_ms = header.max_timestamp >= 0 ? header.max_timestamp : append_time_ms;
+  entry.last_append_offset = header.last_offset().value();
   std::optional<completed_txn> done;
   if (entry.current_txn_first_offset) {
     done = completed_txn{model::producer_id{id}, *entry.current_txn_first_offset, header.last_offset(),
@@ -206,7 +208,7 @@ std::optional<completed_txn> producer_state::end_txn(const codec::batch_header& 
 std::pair<producer_entry*, bool> producer_state::touch(int64_t id) {
   auto [it, added] = producers_.try_emplace(id);
   if (!added && !it->second.current_txn_first_offset) {
-    const size_t erased = idle_.erase({it->second.last_timestamp_ms, id});
+    const size_t erased = idle_.erase({it->second.last_append_offset, id});
     RINGLOG_ASSERT_OP(erased, ==, 1u);
   }
   return {&it->second, added};
@@ -214,7 +216,7 @@ std::pair<producer_entry*, bool> producer_state::touch(int64_t id) {
 
 void producer_state::reindex(int64_t id, const producer_entry& entry) {
   if (entry.current_txn_first_offset) return;
-  const bool inserted = idle_.emplace(entry.last_timestamp_ms, id).second;
+  const bool inserted = idle_.emplace(entry.last_append_offset, id).second;
   RINGLOG_ASSERT(inserted, "a producer is in idle_ once");
 }
 
@@ -236,12 +238,19 @@ void producer_state::make_room(int64_t added) {
 size_t producer_state::remove_expired(int64_t now_ms, int64_t expiration_ms) {
   // A producer inside an open transaction stays (the transaction coordinator aborts it on
   // transaction.timeout.ms; forgetting it here would lose the last stable offset's bound): only
-  // idle_ is looked at, oldest first.
+  // idle_ is looked at. One pass over at most producers_per_partition_max producers per
+  // retention check, as Kafka's removeExpiredProducers (idle_ is in append order, expiration
+  // reads the batches' timestamps, which need not follow it).
   size_t removed = 0;
-  while (!idle_.empty() && now_ms - idle_.begin()->first >= expiration_ms) {
-    const size_t erased = producers_.erase(idle_.begin()->second);
-    RINGLOG_ASSERT_OP(erased, ==, 1u);
-    idle_.erase(idle_.begin());
+  for (auto it = idle_.begin(); it != idle_.end();) {
+    const auto entry = producers_.find(it->second);
+    RINGLOG_ASSERT(entry != producers_.end(), "every idle producer is known");
+    if (now_ms - entry->second.last_timestamp_ms < expiration_ms) {
+      ++it;
+      continue;
+    }
+    producers_.erase(entry);
+    it = idle_.erase(it);
     ++removed;
   }
   return removed;
@@ -261,6 +270,7 @@ model::bytes producer_state::encode_snapshot(model::offset offset) const {
     put<int32_t>(out, entry.coordinator_epoch);
     put<int64_t>(out, entry.current_txn_first_offset ? entry.current_txn_first_offset->value() : -1);
     put<int64_t>(out, entry.last_timestamp_ms);
+    put<int64_t>(out, entry.last_append_offset);
     put<int8_t>(out, static_cast<int8_t>(entry.batches.size()));
     for (const producer_batch& b : entry.batches) {
       put<int32_t>(out, b.first_sequence.value());
@@ -280,9 +290,9 @@ result<std::pair<model::offset, producer_state>> producer_state::decode_snapshot
   const auto version = r.get<int16_t>();
   const auto crc = r.get<uint32_t>();
   if (!r.ok) return bad_snapshot("cut short in its header (" + std::to_string(in.size()) + " bytes)");
-  if (version != producer_snapshot_version && version != producer_snapshot_version_v1) {
+  if (version < producer_snapshot_version_v1 || version > producer_snapshot_version) {
     return bad_snapshot("unknown version " + std::to_string(version) + " (this broker reads versions " +
-                        std::to_string(producer_snapshot_version_v1) + " and " +
+                        std::to_string(producer_snapshot_version_v1) + " to " +
                         std::to_string(producer_snapshot_version) + ")");
   }
   const bool v1 = version == producer_snapshot_version_v1;
@@ -305,11 +315,12 @@ result<std::pair<model::offset, producer_state>> producer_state::decode_snapshot
     const int32_t coordinator_epoch = v1 ? -1 : r.get<int32_t>();
     const int64_t txn_first = v1 ? -1 : r.get<int64_t>();
     const int64_t last_timestamp = v1 ? model::no_timestamp : r.get<int64_t>();
+    const int64_t last_append_offset = version < producer_snapshot_version ? -1 : r.get<int64_t>();
     const auto batches = r.get<int8_t>();
     if (!r.ok) return bad_snapshot("cut short in producer " + std::to_string(i));
     const int8_t batches_min = v1 ? 1 : 0;
     if (id < 0 || epoch < 0 || batches < batches_min || static_cast<size_t>(batches) > producer_batches_retained ||
-        txn_first < -1 || coordinator_epoch < -1) {
+        txn_first < -1 || coordinator_epoch < -1 || last_append_offset < -1) {
       return bad_snapshot("producer " + std::to_string(i) + " has id " + std::to_string(id) + ", epoch " +
                           std::to_string(epoch) + ", " + std::to_string(batches) + " batches, transaction from " +
                           std::to_string(txn_first) + ", coordinator epoch " + std::to_string(coordinator_epoch));
@@ -343,6 +354,10 @@ result<std::pair<model::offset, producer_state>> producer_state::decode_snapshot
       entry.batches.push_back(b);
     }
     if (v1) entry.last_timestamp_ms = entry.batches.back().timestamp;
+    // Before version 3: the newest retained batch's last offset (header comment).
+    entry.last_append_offset = version < producer_snapshot_version && !entry.batches.empty()
+                                   ? entry.batches.back().last_offset.value()
+                                   : last_append_offset;
     state.reindex(id, entry);
     state.producers_.emplace(id, std::move(entry));
   }

@@ -1,5 +1,5 @@
 // The HTTP side of client quotas (issue 31, http_quotas.h): which routes count bytes under which
-// quota, Retry-After's rounding, and the throttled-clients map with its bound.
+// quota and Retry-After's rounding (the throttle itself is the broker's sensor's: quota_test.cc).
 #include "http_quotas.h"
 
 #include <doctest/doctest.h>
@@ -24,43 +24,4 @@ TEST_CASE("retry_after_seconds rounds up and is at least 1") {
   CHECK(retry_after_seconds(1001) == 2);
   CHECK(retry_after_seconds(10999) == 11);
   CHECK(retry_after_seconds(0) == 1);
-}
-
-TEST_CASE("http_throttles: a throttle runs until its end, per client and key; a later end wins") {
-  http_throttles t;
-  const auto now = http_throttles::clock::time_point{} + std::chrono::hours(1);
-  CHECK(t.remaining_ms(quota_key::producer_byte_rate, "ANONYMOUS", "app", now) == 0);
-  t.throttle(quota_key::producer_byte_rate, "ANONYMOUS", "app", 2500, now);
-  CHECK(t.remaining_ms(quota_key::producer_byte_rate, "ANONYMOUS", "app", now) == 2500);
-  CHECK(t.remaining_ms(quota_key::producer_byte_rate, "ANONYMOUS", "app", now + std::chrono::milliseconds(2000)) == 500);
-  CHECK(t.remaining_ms(quota_key::producer_byte_rate, "ANONYMOUS", "app", now + std::chrono::milliseconds(2500)) == 0);
-  // Another client id, user or key is not throttled by it.
-  CHECK(t.remaining_ms(quota_key::producer_byte_rate, "ANONYMOUS", "other", now) == 0);
-  CHECK(t.remaining_ms(quota_key::producer_byte_rate, "alice", "app", now) == 0);
-  CHECK(t.remaining_ms(quota_key::consumer_byte_rate, "ANONYMOUS", "app", now) == 0);
-  // A shorter throttle does not cut a running one short; 0 ms adds nothing.
-  t.throttle(quota_key::producer_byte_rate, "ANONYMOUS", "app", 100, now);
-  CHECK(t.remaining_ms(quota_key::producer_byte_rate, "ANONYMOUS", "app", now) == 2500);
-  t.throttle(quota_key::producer_byte_rate, "ANONYMOUS", "zero", 0, now);
-  CHECK(t.size() == 1);
-}
-
-TEST_CASE("http_throttles holds at most http_throttled_clients_max clients, dropping ended throttles first") {
-  http_throttles t;
-  const auto now = http_throttles::clock::time_point{} + std::chrono::hours(1);
-  for (size_t i = 0; i < http_throttled_clients_max; ++i) {
-    t.throttle(quota_key::consumer_byte_rate, "u", "c" + std::to_string(i), i % 2 == 0 ? 10 : 60'000, now);
-  }
-  CHECK(t.size() == http_throttled_clients_max);
-  // Later, the even clients' throttles have ended: they make room.
-  const auto later = now + std::chrono::seconds(1);
-  t.throttle(quota_key::consumer_byte_rate, "u", "new", 1000, later);
-  CHECK(t.size() == http_throttled_clients_max / 2 + 1);
-  CHECK(t.remaining_ms(quota_key::consumer_byte_rate, "u", "new", later) == 1000);
-  CHECK(t.remaining_ms(quota_key::consumer_byte_rate, "u", "c1", later) == 59'000);
-  // Full of running throttles: one is forgotten, never more than the bound.
-  for (size_t i = 0; i < http_throttled_clients_max; ++i) {
-    t.throttle(quota_key::consumer_byte_rate, "v", "d" + std::to_string(i), 60'000, later);
-  }
-  CHECK(t.size() == http_throttled_clients_max);
 }

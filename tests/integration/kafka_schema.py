@@ -184,11 +184,12 @@ def api_name(api_key):
     return None
 
 
-def exchange(sock, name, version, correlation_id, values):
-    """Sends `name`Request at `version` with `values`; returns the decoded `name`Response."""
+def exchange(sock, name, version, correlation_id, values, client_id="ringlog-test"):
+    """Sends `name`Request at `version` with `values` (header client.id `client_id`); returns the
+    decoded `name`Response."""
     request, response = Message(name + "Request"), Message(name + "Response")
     flex = request.flexible(version)
-    header = struct.pack(">hhi", request.api_key, version, correlation_id) + kafka_wire.string("ringlog-test")
+    header = struct.pack(">hhi", request.api_key, version, correlation_id) + kafka_wire.string(client_id)
     if flex:
         header += uvarint(0)
     payload = header + request.encode(version, values)

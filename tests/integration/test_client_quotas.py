@@ -220,6 +220,30 @@ def test_create_topics_v6_over_controller_mutation_rate_is_throttling_quota_exce
     assert lenient["Topics"][0]["ErrorCode"] == 0 and lenient["ThrottleTimeMs"] > 0, lenient
 
 
+def test_a_tiny_controller_mutation_rate_asks_the_longest_throttle_the_field_holds(kafka_broker, topic_name):
+    """The breaker of session 38 (repro/mutation_quota_overflow.py): at controller_mutation_rate
+    1e-9 one partition asked 3999999988951 ms, which wrapped to 1385435029 in the int32 field; at
+    1e-12 and 1e-20 the wrap (or an int64 overflow) answered no throttle at all. Clamped now to
+    2^31-1 ms, as byte-rate throttles are."""
+    int32_max = 2**31 - 1
+    for k, rate in enumerate([1e-9, 1e-12, 1e-20]):
+        client = f"{RAW_CLIENT_ID}-{k}"
+        set_quota(kafka_broker.bootstrap, entity(client_id=client), {"controller_mutation_rate": rate})
+        # kafka_schema names its client "ringlog-test": this one goes under the quota's own id.
+        with socket.create_connection(tuple_of(kafka_broker.bootstrap), timeout=30) as s:
+            lenient = kafka_schema.exchange(s, "CreateTopics", 5, 1, {
+                "Topics": [{"Name": f"{topic_name}-{k}", "NumPartitions": 1, "ReplicationFactor": -1}],
+                "TimeoutMs": 30000}, client_id=client)
+        assert lenient["Topics"][0]["ErrorCode"] == 0, lenient
+        assert lenient["ThrottleTimeMs"] == int32_max, (rate, lenient)
+        with socket.create_connection(tuple_of(kafka_broker.bootstrap), timeout=30) as s:
+            refused = kafka_schema.exchange(s, "CreateTopics", 7, 1, {
+                "Topics": [{"Name": f"{topic_name}-{k}-b", "NumPartitions": 250, "ReplicationFactor": -1}],
+                "TimeoutMs": 30000}, client_id=client)
+        assert refused["Topics"][0]["ErrorCode"] == THROTTLING_QUOTA_EXCEEDED, refused
+        assert refused["ThrottleTimeMs"] == int32_max, (rate, refused)
+
+
 def test_a_quota_set_through_one_node_is_enforced_by_the_others(ringlog_bin, tmp_path, topic_name):
     cluster = Cluster(tmp_path, kafka=True).start()
     try:

@@ -154,6 +154,33 @@ def test_produce_over_quota_is_answered_then_429_with_retry_after_for_that_clien
     assert r.status_code == 400 and "X-Client-Id" in r.json()["message"]
 
 
+def test_a_raised_or_deleted_quota_lifts_the_throttle_earned_under_the_old_one(broker, topic_name):
+    """The breaker of session 38 (repro/http_quota_stuck.sh): a client throttled under
+    producer_byte_rate=10 kept getting 429 Retry-After=393 after the quota was raised to 1e9,
+    and after it was deleted (the gateway kept its own per-client record, and the sensor's debt
+    stayed at the old bound). Kafka recomputes the throttle against the quota in force."""
+    broker.create_topic(topic_name)
+    client = "raise-" + topic_name
+    entity = {"client-id": client}
+    set_and_wait(broker, entity, {"producer_byte_rate": 10})
+    assert produce_v2(broker, topic_name, 3000, client_id=client).status_code == 200
+    throttled = produce_v2(broker, topic_name, 1, client_id=client)
+    assert is_quota_refusal(throttled, client, "producer_byte_rate"), (throttled.status_code, throttled.text)
+    assert int(throttled.headers["Retry-After"]) >= 100, throttled.headers
+    set_and_wait(broker, entity, {"producer_byte_rate": 1000000000})
+    raised = produce_v2(broker, topic_name, 1, client_id=client)
+    assert raised.status_code == 200, (raised.status_code, raised.headers.get("Retry-After"), raised.text)
+    # Lowered again: the bytes still in the window are over it.
+    set_and_wait(broker, entity, {"producer_byte_rate": 10})
+    produce_v2(broker, topic_name, 3000, client_id=client)
+    assert produce_v2(broker, topic_name, 1, client_id=client).status_code == 429
+    # Deleted: no quota applies, no throttle.
+    assert put_quota(broker, entity, {"producer_byte_rate": None}).status_code == 200
+    wait_until(lambda: not any(e == entity for e, _ in listed(broker)), QUOTA_VISIBLE_S, "the quota removed")
+    deleted = produce_v2(broker, topic_name, 1, client_id=client)
+    assert deleted.status_code == 200, (deleted.status_code, deleted.headers.get("Retry-After"), deleted.text)
+
+
 def test_a_user_quota_holds_whatever_client_id_a_request_names(broker, topic_name):
     """The breaker's q_http_bypass.py: the 429 check was keyed by (user, client id) while the
     quota's sensor was the user's, so a new X-Client-Id per request passed every time."""

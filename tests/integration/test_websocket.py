@@ -339,7 +339,7 @@ def test_a_group_commit_with_offsets_commits_only_what_the_client_processed(brok
             committed = await answer("committed")
             assert committed["offsets"] == [{"topic": topic_name, "partition": 0, "offset": 10}], committed
             # Past what was delivered, a partition not assigned, a malformed entry: refused, named.
-            for offsets, words in [([{"topic": topic_name, "partition": 0, "offset": 10**6}], "outside [1, "),
+            for offsets, words in [([{"topic": topic_name, "partition": 0, "offset": 10**6}], "outside [0, "),
                                    ([{"topic": topic_name, "partition": 7, "offset": 1}], "not assigned"),
                                    ([{"topic": topic_name, "partition": 0}], "each of offsets"), ([], "non-empty")]:
                 await send(ws, type="commit", id="bad", offsets=offsets)
@@ -351,6 +351,33 @@ def test_a_group_commit_with_offsets_commits_only_what_the_client_processed(brok
     r = requests.get(broker.v3(f"/consumer-groups/{group}/lags"))
     assert r.status_code == 200, r.text
     assert [p["current_offset"] for p in r.json()["data"]] == [10], r.text
+
+
+def test_a_group_commit_of_the_starting_offset_is_accepted(broker, topic_name):
+    """The breaker of session 38: after records 0-2 were delivered, a commit of offset 0 (the
+    position the member started from: nothing processed yet) was refused "outside [1, 3]". Kafka
+    commits a consumer's position, the start included; below 0 is still refused."""
+    broker.create_topic(topic_name, partitions=1)
+    produce_http(broker, topic_name, ["a", "b", "c"])
+    group = "wsstart-" + topic_name
+
+    async def go():
+        async with websockets.connect(ws_url(broker)) as ws:
+            await send(ws, type="join", id="j", group=group, topics=[topic_name], position="earliest")
+            await recv_type(ws, "joined")
+            await send(ws, type="credit", records=3)
+            assert [r["offset"] for r in await records(ws, 3)] == [0, 1, 2]
+            await send(ws, type="commit", id="c0", offsets=[{"topic": topic_name, "partition": 0, "offset": 0}])
+            m = await recv_type(ws, "committed")   # an error here fails recv_type, naming it
+            assert m["offsets"] == [{"topic": topic_name, "partition": 0, "offset": 0}], m
+            await send(ws, type="commit", id="neg", offsets=[{"topic": topic_name, "partition": 0, "offset": -1}])
+            m = await recv_type(ws, "error")
+            assert "outside [0, 3]" in m["message"], m
+
+    run(go())
+    r = requests.get(broker.v3(f"/consumer-groups/{group}/lags"))
+    assert r.status_code == 200, r.text
+    assert [p["current_offset"] for p in r.json()["data"]] == [0], r.text
 
 
 def test_a_commit_naming_one_partition_is_answered_with_that_partition_alone(broker, topic_name):

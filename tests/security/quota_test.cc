@@ -394,3 +394,55 @@ TEST_CASE("client_quota_sensors: a debt outlives the samples that made it") {
   // request_percentage keeps its one-sample bound (no debt).
   CHECK(sensors.record(quota_key::request_percentage, client_match("p", 1), 1e6, window, 0) == 1'000);
 }
+
+TEST_CASE("client_quota_sensors: the throttle follows the quota in force, not the one that earned it") {
+  // The breaker of session 38: 100 KB under producer_byte_rate=1000 asked 90 s; after the quota
+  // was raised to 1e9 a new connection still got 69 s (the virtual clock and the running
+  // throttle kept the old bound), and under producer_byte_rate=1 the 100062 s survived the raise.
+  constexpr quota_window_config window{11, 1000};
+  for (const double small : {1000.0, 1.0}) {
+    CAPTURE(small);
+    client_quota_sensors sensors(100, 3'600'000);
+    const int64_t earned = sensors.record(quota_key::producer_byte_rate, client_match("app", small), 1e5, window, 0);
+    CHECK(earned >= 90'000);
+    CHECK(earned <= quota_throttle_ms_max);
+    // Raised a million-fold or more: asked (an HTTP door) and recorded (a Kafka request), nothing.
+    CHECK(sensors.throttle_ms(quota_key::producer_byte_rate, client_match("app", 1e9), window, 1'000) == 0);
+    CHECK(sensors.record(quota_key::producer_byte_rate, client_match("app", 1e9), 10, window, 1'000) == 0);
+    CHECK(sensors.throttle_ms(quota_key::producer_byte_rate, client_match("app", 1e9), window, 1'001) == 0);
+    // Back at the small bound while the 100 KB are still in the rate's samples: throttled again.
+    CHECK(sensors.throttle_ms(quota_key::producer_byte_rate, client_match("app", small), window, 2'000) > 0);
+  }
+  // Raised tenfold: the debt is the bytes still owed at the new bound. 1 MB under 10,000 B/s
+  // (90 s) raised to 100,000 B/s at 10 s: (100 s - 10 s) worth at the old bound = 900 KB,
+  // 9 s at the new one, of which the young window's 10 s burst covers all.
+  client_quota_sensors sensors(100, 3'600'000);
+  CHECK(sensors.record(quota_key::producer_byte_rate, client_match("a", 1e4), 1e6, window, 0) == 90'000);
+  CHECK(sensors.throttle_ms(quota_key::producer_byte_rate, client_match("a", 1e5), window, 10'000) == 0);
+  // Lowered instead: the running throttle grows with the debt (1 MB at 5,000 B/s = 200 s, less
+  // the 10 s burst, from 0).
+  CHECK(sensors.record(quota_key::producer_byte_rate, client_match("b", 1e4), 1e6, window, 0) == 90'000);
+  CHECK(sensors.throttle_ms(quota_key::producer_byte_rate, client_match("b", 5e3), window, 0) == 190'000);
+  // Consumer quotas follow the same rule (session 38: a 1,000,000x raise still starved a fetch).
+  CHECK(sensors.record(quota_key::consumer_byte_rate, client_match("c", 100), 1e6, window, 0) > 0);
+  CHECK(sensors.record(quota_key::consumer_byte_rate, client_match("c", 1e8), 0, window, 1'000) == 0);
+}
+
+TEST_CASE("KIP-599 throttle times are computed without overflow and clamped to the int32 field") {
+  // The breaker of session 38: controller_mutation_rate=1e-9 asked 3999999988951 ms (wrapped to
+  // 1385435029 in the int32 field); 1e-20 overflowed int64 ("must wait -9223372036854775807 ms").
+  constexpr quota_window_config window{11, 1000};
+  for (const double rate : {1e-9, 1e-12, 1e-20, 1e-300}) {
+    CAPTURE(rate);
+    quota_token_bucket bucket(rate, window, 0);
+    bucket.record(250, 0);
+    CHECK(bucket.throttle_time_ms(0) == quota_throttle_ms_max);
+    client_quota_sensors sensors(100, 3'600'000);
+    CHECK(sensors.charge_mutations(client_match("admin", rate), 1, false, window, 0) == quota_throttle_ms_max);
+    CHECK(sensors.charge_mutations(client_match("admin", rate), 1, true, window, 0) == quota_throttle_ms_max);
+  }
+  // Within the field the time is exact: 0.0001/s, one partition, a burst of 0.0011.
+  quota_token_bucket bucket(1e-4, window, 0);
+  bucket.record(1, 0);
+  CHECK(bucket.throttle_time_ms(0) == 9'989'001);
+}

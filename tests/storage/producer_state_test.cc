@@ -5,6 +5,7 @@
 
 #include <limits>
 
+#include "ringlog/codec/crc32c.h"
 #include "ringlog/io/sim_file_system.h"
 #include "test_util.h"
 
@@ -152,7 +153,7 @@ TEST_CASE("producer_state: unknown producers start at any sequence (KIP-360); se
 TEST_CASE("producer_state: past the per-partition bound the least recently used idle producer makes room") {
   // Breaker of session 36: the 10,001st producer of a partition was refused until
   // producer.id.expiration.ms (a day) passed. Now it takes the place of the one that
-  // expiration would forget first (the oldest last timestamp), and the bound holds.
+  // appended least recently (the lowest offset of a last batch), and the bound holds.
   producer_state s;
   for (size_t i = 0; i < producers_per_partition_max; ++i) {
     const auto id = static_cast<int64_t>(i);
@@ -182,7 +183,8 @@ TEST_CASE("producer_state: past the per-partition bound the least recently used 
   CHECK(s.find(model::producer_id{1'000'002}) != nullptr);
   CHECK(s.find(model::producer_id{3}) == nullptr);
   // The snapshot reads back the same state, eviction order included: the next newcomer evicts
-  // the same producer in both (the oldest, the newcomer of t0 - 5, now that it is not new).
+  // the same producer in both (producer 4, the least recently appended; the newcomer of t0 - 5
+  // appended after it, whatever its timestamp says).
   auto back = producer_state::decode_snapshot(s.encode_snapshot(model::offset{max + 4}));
   REQUIRE(back.ok());
   CHECK(back->second == s);
@@ -190,11 +192,57 @@ TEST_CASE("producer_state: past the per-partition bound the least recently used 
   s.update(next, t0);
   back->second.update(next, t0);
   CHECK(back->second == s);
-  CHECK(s.find(model::producer_id{1'000'002}) == nullptr);
+  CHECK(s.find(model::producer_id{4}) == nullptr);
+  CHECK(s.find(model::producer_id{1'000'002}) != nullptr);
   // Expiration still forgets idle producers, oldest first, and keeps the recent ones.
   CHECK(s.remove_expired(t0 + max + 1000, 1000) == producers_per_partition_max - 3);
   CHECK(s.producers().size() == 3);
   CHECK(s.find(model::producer_id{1'000'003}) != nullptr);
+}
+
+TEST_CASE("producer_state: eviction follows the log's append order, never the client's record timestamps") {
+  // The breaker of session 38 (repro/producer_lru_timestamp.py): 9,999 producers wrote one
+  // record each; a live producer wrote sequences 0-4 with CreateTime in 2020; the 10,001st
+  // producer evicted the live one (idle_ was keyed by the batches' max timestamp), so its retry
+  // of sequence 4 was stored again at a new offset.
+  constexpr int64_t t2020 = 1'580'000'000'000;
+  producer_state s;
+  const auto others = static_cast<int64_t>(producers_per_partition_max) - 1;
+  for (int64_t id = 0; id < others; ++id) s.update(header_of(idempotent_batch(id, 0, 0, 1, 0, t0), id), t0);
+  constexpr int64_t live = 5'000'000;
+  for (int32_t seq = 0; seq < 5; ++seq) s.update(header_of(idempotent_batch(live, 0, seq, 1, seq, t2020), others + seq), t0);
+  REQUIRE(s.producers().size() == producers_per_partition_max);
+  s.update(header_of(idempotent_batch(6'000'000, 0, 0, 1, 0, t0), others + 5), t0);
+  CHECK(s.producers().size() == producers_per_partition_max);
+  REQUIRE(s.find(model::producer_id{live}) != nullptr);
+  CHECK(s.find(model::producer_id{0}) == nullptr);   // the least recently appended
+  auto retry = s.check(header_of(idempotent_batch(live, 0, 4, 1, 4, t2020), others + 6));
+  REQUIRE(retry.ok());
+  REQUIRE(retry.value());
+  CHECK(retry.value()->base_offset.value() == others + 4);   // answered with the stored offset
+  // The order survives a snapshot (version 3 stores last_append_offset).
+  auto back = producer_state::decode_snapshot(s.encode_snapshot(model::offset{others + 6}));
+  REQUIRE(back.ok());
+  CHECK(back->second == s);
+  CHECK(back->second.find(model::producer_id{live})->last_append_offset == others + 4);
+}
+
+TEST_CASE("producer snapshot: version 2 files still read, last_append_offset from the newest batch") {
+  producer_state s;
+  s.update(header_of(idempotent_batch(7, 0, 0, 3, 0, t0), 40), t0);
+  auto v3 = s.encode_snapshot(model::offset{43});
+  // The same producer as version 2 wrote it: no last_append_offset (8 bytes after
+  // last_timestamp, at header 18 + 8 + 2 + 4 + 8 + 8).
+  model::bytes v2(v3.begin(), v3.end());
+  v2.erase(v2.begin() + 48, v2.begin() + 56);
+  v2[1] = std::byte{2};
+  const uint32_t crc = codec::crc32c(std::span<const std::byte>(v2).subspan(6));
+  for (int i = 0; i < 4; ++i) v2[2 + static_cast<size_t>(i)] = static_cast<std::byte>(crc >> (8 * (3 - i)));
+  CHECK(v2.size() == producer_snapshot_header_bytes + producer_snapshot_producer_bytes_v2 + producer_snapshot_batch_bytes);
+  auto old = producer_state::decode_snapshot(v2);
+  REQUIRE(old.ok());
+  CHECK(old->second == s);
+  CHECK(old->second.find(model::producer_id{7})->last_append_offset == 42);
 }
 
 TEST_CASE("producer snapshot: round trip, clipped, corrupt CRC, unknown version, trailing bytes") {
@@ -222,10 +270,10 @@ TEST_CASE("producer snapshot: round trip, clipped, corrupt CRC, unknown version,
     CHECK(bad.error().code == errc::corrupt_snapshot);
   }
   auto future = bytes;
-  future[1] = std::byte{3};
+  future[1] = std::byte{4};
   auto unknown = producer_state::decode_snapshot(future);
   REQUIRE(!unknown.ok());
-  CHECK(unknown.error().message.find("unknown version 3") != std::string::npos);
+  CHECK(unknown.error().message.find("unknown version 4") != std::string::npos);
   auto longer = bytes;
   longer.push_back(std::byte{0});
   CHECK(!producer_state::decode_snapshot(longer).ok());

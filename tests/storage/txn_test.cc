@@ -319,7 +319,7 @@ TEST_CASE("producer_state: a follower past the bound (every producer in a transa
   CHECK(s.find(model::producer_id{8}) == nullptr);
 }
 
-TEST_CASE("producer snapshot v2 keeps open transactions and coordinator epochs; version 1 files still read") {
+TEST_CASE("producer snapshot v3 keeps open transactions and coordinator epochs; version 1 files still read") {
   producer_state s;
   s.update(header_at(producer_batch_of(1, 0, 0, 2, 0), 0), t0);
   s.update(header_at(producer_batch_of(2, 3, 0, 1, 0, false), 2), t0 + 1);
@@ -335,10 +335,10 @@ TEST_CASE("producer snapshot v2 keeps open transactions and coordinator epochs; 
   CHECK(back->second.find(model::producer_id{4})->batches.empty());
   for (size_t cut = 0; cut < bytes.size(); ++cut) CHECK(!producer_state::decode_snapshot(std::span(bytes).first(cut)).ok());
   auto future = bytes;
-  future[1] = std::byte{3};
+  future[1] = std::byte{4};
   auto unknown = producer_state::decode_snapshot(future);
   REQUIRE(!unknown.ok());
-  CHECK(unknown.error().message.find("unknown version 3") != std::string::npos);
+  CHECK(unknown.error().message.find("unknown version 4") != std::string::npos);
   // A version 1 file (before transactions), written by hand: producer 5 epoch 1, one batch.
   model::bytes v1;
   auto put = [&v1](uint64_t v, int n) {

@@ -46,7 +46,11 @@ class client_quota_sensors {
   /// samples expired: without it a throttle that lasted until the burst's samples expired let the
   /// next burst in against an empty window, and a librdkafka producer of 1 MB requests under
   /// producer_byte_rate=102400 got 1.5-2x the bound (session 37). A sensor made here measures over
-  /// `window`. Not for controller_mutation_rate (charge_mutations).
+  /// `window`. Not for controller_mutation_rate (charge_mutations). Bounds: every answer is at
+  /// most INT32_MAX ms (quota_throttle_ms_max: Kafka's int32 throttle_time_ms field, 24.8 days;
+  /// Kafka itself bounds only request_percentage), and it follows the quota in force: a changed
+  /// match.bound rescales what the old one earned (rebase), and a client no quota matches any
+  /// more is not recorded nor throttled (security_manager answers 0 without asking a sensor).
   int64_t record(quota_key key, const quota_match& match, double value, quota_window_config window, int64_t now_ms);
 
   /// KIP-599: takes `partitions` from the token bucket of match.sensor_key (made full at
@@ -57,7 +61,8 @@ class client_quota_sensors {
                            int64_t now_ms);
 
   /// The throttle time the sensor of a client bounded by `match` asks at `now_ms` (as record()
-  /// answers, without recording): 0 when it has no sensor or is within match.bound. Every client
+  /// answers, without recording): 0 when it has no sensor or is within match.bound. A bound
+  /// changed since the sensor's last record counts as record() will (rebase). Every client
   /// of a user quota shares the user's sensor, so this holds whatever client id it names.
   [[nodiscard]] int64_t throttle_ms(quota_key key, const quota_match& match, quota_window_config window,
                                     int64_t now_ms) const;
@@ -82,6 +87,14 @@ class client_quota_sensors {
   /// The throttle that keeps a byte-rate sensor's long-run rate at `bound`: until paid_until_ms
   /// is at most (samples - 1) x sample_ms ahead of now, the burst a young window admits.
   [[nodiscard]] static int64_t paid_throttle_ms(const sensor& s, quota_window_config window, int64_t now_ms);
+  /// Moves sensor `s`, last recorded under s.seen.bound, to `bound` (the quota in force at
+  /// `now_ms`): the debt still unpaid (paid_until_ms - now) is rescaled by old / new bound and the
+  /// running throttle (throttled_until_ms) recomputed at the new bound, so raising a quota lifts
+  /// a throttle earned under the smaller one and lowering it lengthens the debt (the breaker of
+  /// session 38: a 100 KB send under producer_byte_rate=1000 still asked 69 s of a new
+  /// connection after the quota was raised to 1e9). The rate's samples stay: their rate is
+  /// measured against the new bound at each call anyway.
+  static void rebase(quota_key key, sensor& s, double bound, quota_window_config window, int64_t now_ms);
   /// What record() and throttle_ms() answer for sensor `s` at `now_ms`.
   [[nodiscard]] static int64_t throttle_of(quota_key key, const sensor& s, double bound, quota_window_config window,
                                            int64_t now_ms);

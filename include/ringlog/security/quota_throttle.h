@@ -9,6 +9,13 @@
 
 namespace ringlog::security {
 
+/// The longest throttle any quota asks, ms: Kafka's throttle_time_ms fields are int32 (24.8 days).
+/// Byte rates (client_quota_sensors), controller mutations (quota_token_bucket::throttle_time_ms:
+/// a tiny rate such as 1e-20/s would otherwise ask more ms than an int64 holds) and
+/// request_percentage (one sample) are all clamped to it before they reach a wire or Retry-After.
+/// (Here, not in quota.h, so that the broker's API does not rebuild for it.)
+inline constexpr int64_t quota_throttle_ms_max = INT32_MAX;
+
 /// The first ms from `now_ms` at which `rate`, with nothing more recorded, is at or under
 /// `bound_per_second` (rate_per_second(now_ms + X) <= bound): 0 when it already is, capped at
 /// `max_ms`; exact to the ms.

@@ -12,9 +12,13 @@
 //   - a producer id with no state here is accepted at any sequence (Kafka since KIP-360: its
 //     state may have been removed with the segments that held it). When
 //     producers_per_partition_max producers are known already, storing its batch forgets the
-//     least recently used idle producer (no open transaction; the oldest last_timestamp, then
-//     the lowest id): the one producer.id.expiration.ms would expire first. Only when every known
-//     producer is inside an open transaction is the new one refused (too_many_producers).
+//     least recently used idle producer (no open transaction; the lowest last_append_offset, the
+//     offset of its last batch or marker). The order is the log's own, never a client's record
+//     timestamps: a producer whose batches carry old CreateTime timestamps is as recent as its
+//     last append (the breaker of session 38 had a live producer with 2020 timestamps evicted
+//     and its retry stored twice), and every replica and every recovery rebuilds the same order
+//     from the same offsets. Only when every known producer is inside an open transaction is the
+//     new one refused (too_many_producers).
 // Followers and recovery call update() for every stored batch, without checks, so every replica
 // rebuilds the same state from the log (the same eviction included). Producers whose last batch
 // is older than producer.id.expiration.ms are forgotten by remove_expired().
@@ -33,7 +37,7 @@
 // Snapshot file `<offset, 20 digits>.snapshot` beside the segments (Kafka's name; our own byte
 // layout, all integers big-endian), holding the state of every batch below `snapshot_offset`:
 //   offset  size  field
-//   0       2     version           int16 = 2 (version 1 is still read: see below)
+//   0       2     version           int16 = 3 (versions 2 and 1 are still read: see below)
 //   2       4     crc               uint32 CRC-32C of bytes [6, end)
 //   6       8     snapshot_offset   int64: the state covers every batch with offsets below it
 //   14      4     producer_count    int32, [0, producers_per_partition_max]
@@ -43,14 +47,19 @@
 //                   4  coordinator_epoch         int32 (-1: no marker seen)
 //                   8  current_txn_first_offset  int64 (-1: no open transaction)
 //                   8  last_timestamp            int64 ms (expiration reads it)
+//                   8  last_append_offset        int64 >= -1: its last batch's or marker's last
+//                                                offset (eviction's order); version 3 on
 //                   1  batch_count               int8, [0, producer_batches_retained]
 //                   per batch, oldest first (28 bytes):
 //                     4 first_sequence int32 >= 0, 4 last_sequence int32 >= 0,
 //                     8 base_offset int64 >= 0, 4 last_offset_delta int32 >= 0,
 //                     8 timestamp int64 (ms)
+// Version 2 (before session 38) lacks last_append_offset: it reads as the newest retained
+// batch's last offset, or -1 (evicted first) for a producer known only by a marker.
 // Version 1 (before transactions) has per producer only producer_id, producer_epoch and
 // batch_count in [1, producer_batches_retained] before the batches; it reads as no open
-// transaction, coordinator epoch -1 and the newest batch's timestamp as last_timestamp.
+// transaction, coordinator epoch -1, the newest batch's timestamp as last_timestamp and its last
+// offset as last_append_offset.
 
 #include <cstddef>
 #include <cstdint>
@@ -80,12 +89,15 @@ inline constexpr size_t producer_batches_retained = 5;
 /// when all of them are inside open transactions is it refused with too_many_producers (clients
 /// see THROTTLING_QUOTA_EXCEEDED, as with KIP-936).
 inline constexpr size_t producers_per_partition_max = 10'000;
-/// Version written in snapshot files (2: transactions); version 1 files are still read.
-inline constexpr int16_t producer_snapshot_version = 2;
+/// Version written in snapshot files (3: last_append_offset; 2: transactions); versions 2 and 1
+/// are still read.
+inline constexpr int16_t producer_snapshot_version = 3;
+inline constexpr int16_t producer_snapshot_version_v2 = 2;
 inline constexpr int16_t producer_snapshot_version_v1 = 1;
 inline constexpr size_t producer_snapshot_header_bytes = 18;
 inline constexpr size_t producer_snapshot_batch_bytes = 28;
-inline constexpr size_t producer_snapshot_producer_bytes = 31;      // before its batches
+inline constexpr size_t producer_snapshot_producer_bytes = 39;      // before its batches
+inline constexpr size_t producer_snapshot_producer_bytes_v2 = 31;   // before its batches
 inline constexpr size_t producer_snapshot_producer_bytes_v1 = 11;   // before its batches
 
 /// One retained batch of a producer.
@@ -108,6 +120,9 @@ struct producer_entry {
   /// The first offset of the producer's open transaction here (Kafka's currentTxnFirstOffset).
   std::optional<model::offset> current_txn_first_offset;
   model::timestamp_ms last_timestamp_ms = model::no_timestamp;   // of its last batch or marker
+  /// The last offset of its last stored batch or marker (-1: unknown, from a version 2 snapshot
+  /// of a producer known only by a marker). The broker's append order: eviction takes the lowest.
+  int64_t last_append_offset = -1;
   [[nodiscard]] model::timestamp_ms last_timestamp() const { return last_timestamp_ms; }
   bool operator==(const producer_entry&) const = default;
 };
@@ -178,7 +193,7 @@ class producer_state {
 
   /// The snapshot file's bytes (layout above) for state that covers batches below `offset`.
   [[nodiscard]] model::bytes encode_snapshot(model::offset offset) const;
-  /// Parses a snapshot file of version 2 or 1. Errors: corrupt_snapshot (cut short, CRC
+  /// Parses a snapshot file of version 3, 2 or 1. Errors: corrupt_snapshot (cut short, CRC
   /// mismatch, unknown version, a count or value out of range, bytes after the last producer).
   static result<std::pair<model::offset, producer_state>> decode_snapshot(std::span<const std::byte> in);
 
@@ -189,8 +204,8 @@ class producer_state {
   /// Open transactions, first offset -> producer id (Kafka's ongoingTxns): mirrors
   /// producers_[id].current_txn_first_offset so first_unstable_offset() is one lookup.
   std::map<int64_t, int64_t> ongoing_;
-  /// Producers without an open transaction, least recently used first: (last_timestamp_ms,
-  /// producer id). Mirrors producers_ so eviction and expiration take the oldest in O(log n).
+  /// Producers without an open transaction, least recently appended first: (last_append_offset,
+  /// producer id). Mirrors producers_ so eviction takes the oldest in O(log n).
   std::set<std::pair<int64_t, int64_t>> idle_;
 
   /// The entry of `id` and whether it is new; an existing one leaves idle_ until reindex().
