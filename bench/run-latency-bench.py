@@ -370,7 +370,6 @@ def run_bench(data, voters, procs, logs):
         with open(logs[-1], "w") as log:
             procs.append(subprocess.Popen(taskset("BROKER_CPUS") + [RINGLOG, "serve"] + sets, stdout=log,
                                           stderr=subprocess.STDOUT))
-    proc = procs[0]
     BROKER_PIDS.extend(p_.pid for p_ in procs)
     for p_, url, log_path in zip(procs, HTTPS_OF_NODES, logs):
         wait_healthy(p_, log_path, url=url)
