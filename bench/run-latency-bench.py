@@ -25,7 +25,8 @@ broker's own breakdown of where the time went.
 4. fio: buffered 4 KiB writes with an fdatasync after each (the sync latency percentiles of the
    disk this run wrote to) and 64 KiB writes with an fdatasync every 1 MiB (bandwidth); then, for
    each fixed rate librdkafka ran, the broker's own write pattern without the broker: PARTITIONS
-   files appended at rate / PARTITIONS KiB/s each, in writes of the run's records per batch
+   files (PARTITIONS x REPLICATION_FACTOR with NODES > 1: every replica's file is on this one
+   disk) appended at rate / PARTITIONS KiB/s each, in writes of the run's records per batch
    (librdkafka's median), each followed by an fdatasync, for RUN_SECONDS: the disk's fdatasync
    tail at that load (p99, p99.9, p99.99, max), beside the broker's (the breakdown's "over 10 ms"
    and "over 100 ms" columns count the samples past those bounds).
@@ -294,7 +295,9 @@ def fio(directory):
 
 
 def fio_at_rate(directory, rate, batch_records):
-    """The disk's fdatasync latency under the broker's write pattern at `rate` records/s (ms)."""
+    """The disk's fdatasync latency under the broker's write pattern at `rate` records/s (ms): one
+    file per partition replica (every node of this bench writes to the same disk), each appended
+    at rate / PARTITIONS KiB/s in writes of `batch_records` KiB, an fdatasync after each."""
     if shutil.which("fio") is None or os.environ.get("SKIP_FIO"):
         return None
     work = tempfile.mkdtemp(prefix="fio-at-rate-", dir=directory)
@@ -302,7 +305,8 @@ def fio_at_rate(directory, rate, batch_records):
     per_file_kib = max(1, int(rate / PARTITIONS))
     try:
         out = subprocess.run(["fio", "--name=appends", f"--directory={work}", "--rw=write", "--ioengine=psync",
-                              f"--bs={block_kib}k", "--fdatasync=1", f"--numjobs={PARTITIONS}", f"--rate={per_file_kib}k",
+                              f"--bs={block_kib}k", "--fdatasync=1", f"--numjobs={PARTITIONS * REPLICATION_FACTOR}",
+                              f"--rate={per_file_kib}k",
                               f"--runtime={RUN_SECONDS:g}", "--time_based", "--size=8g", "--file_append=1",
                               "--fallocate=none", "--group_reporting", "--output-format=json",
                               "--percentile_list=99:99.9:99.99"],
@@ -313,7 +317,8 @@ def fio_at_rate(directory, rate, batch_records):
         raise SystemExit("fio failed: " + out.stderr)
     sync = json.loads(out.stdout)["jobs"][0]["sync"]["lat_ns"]
     pct = sync.get("percentile", {})
-    return {"writes_kib": block_kib, "fdatasyncs": sync["N"], "mean_ms": sync["mean"] / 1e6,
+    return {"files": PARTITIONS * REPLICATION_FACTOR, "writes_kib": block_kib, "fdatasyncs": sync["N"],
+            "mean_ms": sync["mean"] / 1e6,
             "p99_ms": pct.get("99.000000", 0) / 1e6, "p999_ms": pct.get("99.900000", 0) / 1e6,
             "p9999_ms": pct.get("99.990000", 0) / 1e6, "max_ms": sync["max"] / 1e6}
 
@@ -455,7 +460,7 @@ def run_bench(data, voters, procs, logs):
         print("\nfio on the same file system:", json.dumps({k: round(v, 3) for k, v in limit.items()}))
     for rate, f in at_rates.items():
         if f:
-            print(f"fio with the broker's write pattern at {rate:,.0f}/s ({PARTITIONS} files, {f['writes_kib']} KiB "
+            print(f"fio with the broker's write pattern at {rate:,.0f}/s ({f['files']} files, {f['writes_kib']} KiB "
                   f"writes, an fdatasync after each): {f['fdatasyncs']} fdatasyncs, mean {f['mean_ms']:.3f} ms, "
                   f"p99 {f['p99_ms']:.2f}, p99.9 {f['p999_ms']:.2f}, p99.99 {f['p9999_ms']:.2f}, max {f['max_ms']:.2f}")
 
