@@ -5,7 +5,8 @@ reads over https. Rewritten: the `RINGLOG=` line (the binary under test) and the
 prefixes (1844, 1944, 1954 with the node number appended) to prefixes whose ports are free. The
 lines the block shows as `# output` must come out, in order. The block must give the cluster
 listener its own CA, as the doc advises two paragraphs before it (session 34's new user found one
-CA for clients and nodes, without an authorizer: any client certificate would have been a node)."""
+CA for clients and nodes, without an authorizer: any client certificate would have been a node),
+keep its keys and data directories to their owner and /metrics behind credentials (session 39's)."""
 import os
 import pathlib
 import random
@@ -73,6 +74,12 @@ def test_the_cluster_listener_has_its_own_ca():
     assert props.get("listener.name.cluster.ssl.keystore.location") not in (None, props["ssl.keystore.location"]), props
 
 
+def test_a_deployment_others_reach_keeps_metrics_behind_credentials():
+    """security.md asks for http.metrics.authentication=true wherever others can reach the
+    broker: the recipe for that deployment must set it (session 39's new user found it open)."""
+    assert properties(doc_block()).get("http.metrics.authentication") == "true"
+
+
 def test_the_secure_three_node_example_runs_as_written(ringlog_bin, tmp_path):
     block = doc_block()
     lines = block.splitlines()
@@ -98,3 +105,7 @@ def test_the_secure_three_node_example_runs_as_written(ringlog_bin, tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr[-3000:] + logs
     out = [line.strip() for line in r.stdout.splitlines() if line.strip()]
     assert out == expected, (out, expected, r.stderr[-2000:])
+    # The keys and the data directories (SCRAM keys, the forwarding secret) are the owner's only.
+    private = [*tmp_path.glob("*.key"), *tmp_path.glob("*.pem"), *(tmp_path / "data").glob("node*")]
+    assert len(private) >= 10, private
+    assert [p.name for p in private if p.stat().st_mode & 0o077] == []
