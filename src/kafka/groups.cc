@@ -181,13 +181,17 @@ offset_rows offset_fetch_rows(const request_context& ctx, const offset_fetch_wan
   return rows;
 }
 
-/// Adds one group's rows to the answer in the shape of the request's version.
+/// Adds one group's rows to the answer in the shape of the request's version. A group error (not
+/// the coordinator, GROUP_AUTHORIZATION_FAILED, ...) is the answer's own from v2 and comes with no
+/// partitions; v0-v1 have no such field and carry it on every partition asked for, whatever the
+/// topic's own authorization (Kafka's OffsetFetchRequest.getErrorResponse).
 void add_offset_fetch_group(const request_context& ctx, protocol::offset_fetch_response_data& out,
                             const std::string& group_id, int16_t code, const offset_rows& rows,
                             const std::set<std::string>& refused) {
   using response = protocol::offset_fetch_response_data;
   if (ctx.api_version < 8) {
     out.error_code = code;
+    if (code != error_code::none && ctx.api_version >= 2) return;
     for (const auto& [topic, partitions] : rows) {
       response::offset_fetch_response_topic t;
       t.name = topic;
@@ -197,7 +201,8 @@ void add_offset_fetch_group(const request_context& ctx, protocol::offset_fetch_r
         rp.committed_offset = offset;
         rp.committed_leader_epoch = -1;
         rp.metadata = metadata;
-        rp.error_code = refused.contains(topic) ? error_code::topic_authorization_failed : code;
+        const bool topic_refused = code == error_code::none && refused.contains(topic);
+        rp.error_code = topic_refused ? error_code::topic_authorization_failed : code;
         t.partitions.push_back(std::move(rp));
       }
       out.topics.push_back(std::move(t));

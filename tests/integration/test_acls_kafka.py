@@ -532,3 +532,32 @@ def test_metadata_by_topic_id_is_authorized_as_by_name(acl_broker):
             kafka_schema.exchange(s, "Metadata", 12, 2, by_id)), 15, "bob's DESCRIBE ACL")
     assert [(t["ErrorCode"], t["Name"], t["TopicId"]) for t in answer["Topics"]] == \
         [(0, "id-open", ids["id-open"]), (TOPIC_AUTHORIZATION_FAILED, None, ids["id-hidden"])], answer
+
+
+def test_offset_fetch_refused_for_the_group_answers_30_in_every_version(acl_broker):
+    """OffsetFetch by a caller without DESCRIBE on the group (Kafka's
+    OffsetFetchRequest.getErrorResponse): v1 has no answer-wide error field, so every partition
+    asked for carries GROUP_AUTHORIZATION_FAILED, whatever the topic's own authorization; v2-v7
+    answer it once with no partitions; v8 on the group with no topics. (Session 39's breaker: v1
+    answered 29 for a topic the caller may not describe, and v2 listed the partitions.)"""
+    b = acl_broker
+    for t in ("of-open", "of-hidden"):
+        create_topic(b, t)
+    create_acls(b, allow("User:bob", ResourceType.TOPIC, "of-open", ACLOperation.DESCRIBE))
+    topics = [{"Name": t, "PartitionIndexes": [0]} for t in ("of-open", "of-hidden")]
+    with kafka_wire.connect(b.bootstrap) as s:
+        scram_login(s, "SCRAM-SHA-512", BOB)
+        wait_until(lambda: kafka_schema.exchange(s, "Metadata", 12, 1, {"Topics": [{"Name": "of-open"}],
+                                                                        "AllowAutoTopicCreation": False})
+                   ["Topics"][0]["ErrorCode"] == 0, 15, "bob's DESCRIBE ACL")
+        v1 = kafka_schema.exchange(s, "OffsetFetch", 1, 2, {"GroupId": "of-g", "Topics": topics})
+        answers = {v: kafka_schema.exchange(s, "OffsetFetch", v, 10 + v, {"GroupId": "of-g", "Topics": topics})
+                   for v in (2, 7)}
+        v8 = kafka_schema.exchange(s, "OffsetFetch", 8, 20, {"Groups": [{"GroupId": "of-g", "Topics": topics}],
+                                                             "RequireStable": False})
+    assert sorted((t["Name"], p["ErrorCode"], p["CommittedOffset"]) for t in v1["Topics"] for p in t["Partitions"]) == \
+        [("of-hidden", GROUP_AUTHORIZATION_FAILED, -1), ("of-open", GROUP_AUTHORIZATION_FAILED, -1)], v1
+    for v, answer in answers.items():
+        assert (answer["ErrorCode"], answer["Topics"]) == (GROUP_AUTHORIZATION_FAILED, []), (v, answer)
+    assert [(g["GroupId"], g["ErrorCode"], g["Topics"]) for g in v8["Groups"]] == \
+        [("of-g", GROUP_AUTHORIZATION_FAILED, [])], v8
