@@ -379,15 +379,75 @@ void handle_create_topics(const request_context& ctx, protocol::create_topics_re
   g->finish_if_empty();
 }
 
+namespace {
+
+/// DeleteTopics names each topic by name or by id from this version on (KIP-516).
+constexpr int16_t delete_topics_topic_id_version = 6;
+
+/// One DeleteTopics entry: the name and id it was asked by, and for one asked by id alone the
+/// name of the current topic of that id (nullopt: no topic has it).
+struct delete_target {
+  std::optional<std::string> name;
+  protocol::uuid topic_id;
+  bool by_id = false;
+};
+
+/// The entries of a DeleteTopics request in request order, those named by id resolved to their
+/// topics' names in one lookup.
+std::vector<delete_target> delete_targets(const request_context& ctx, const protocol::delete_topics_request_data& request) {
+  std::vector<delete_target> out;
+  if (ctx.api_version < delete_topics_topic_id_version) {
+    for (const auto& name : request.topic_names) out.push_back({name, {}, false});
+    return out;
+  }
+  std::vector<protocol::uuid> ids;
+  for (const auto& t : request.topics) {
+    const bool by_id = !t.name && !t.topic_id.is_zero();
+    out.push_back({t.name, t.topic_id, by_id});
+    if (by_id) ids.push_back(t.topic_id);
+  }
+  const auto names = ctx.broker_api().admin().topic_names_of_ids(ids);
+  size_t next = 0;
+  for (auto& t : out) {
+    if (t.by_id) t.name = names[next++];
+  }
+  return out;
+}
+
+/// Fills `slot` with the answer to an entry refused before any deletion and returns true, as
+/// Kafka's ControllerApis.deleteTopics: an entry with both a name and an id, or neither, is
+/// INVALID_REQUEST; an id no topic has is UNKNOWN_TOPIC_ID; DELETE on the topic is required, and
+/// a topic named by an id the principal may not DESCRIBE either answers without its name (ids are
+/// not secret, names are).
+bool refuse_delete(const request_context& ctx, const delete_target& t,
+                   protocol::delete_topics_response_data::deletable_topic_result& slot) {
+  if (!t.by_id && !t.topic_id.is_zero()) {
+    slot.error_code = error_code::invalid_request;
+    slot.error_message = "You may not specify both topic name and topic id.";
+  } else if (!t.by_id && !t.name) {
+    slot.error_code = error_code::invalid_request;
+    slot.error_message = "Neither topic name nor id were specified.";
+  } else if (!t.name) {
+    slot.error_code = error_code::unknown_topic_id;
+    slot.error_message = "This server does not host this topic ID.";   // Kafka's UNKNOWN_TOPIC_ID message
+  } else if (!ctx.authorized(security::resource_type::topic, *t.name, security::acl_operation::delete_)) {
+    slot.error_code = error_code::topic_authorization_failed;
+    slot.error_message = "DELETE on the topic is not allowed for " + ctx.principal.to_string();
+    if (t.by_id && !ctx.authorized(security::resource_type::topic, *t.name, security::acl_operation::describe)) {
+      slot.name = std::nullopt;
+    }
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void handle_delete_topics(const request_context& ctx, protocol::delete_topics_request_data request) {
   using result_t = protocol::delete_topics_response_data::deletable_topic_result;
   broker::broker& b = ctx.broker_api();
-  std::vector<std::pair<std::optional<std::string>, protocol::uuid>> targets;
-  if (ctx.api_version >= 6) {
-    for (const auto& t : request.topics) targets.emplace_back(t.name, t.topic_id);
-  } else {
-    for (const auto& name : request.topic_names) targets.emplace_back(name, protocol::uuid{});
-  }
+  const auto targets = delete_targets(ctx, request);
   auto throttle = std::make_shared<std::atomic<int64_t>>(0);
   auto g = std::make_shared<gather<result_t>>(targets.size(), [ctx, throttle](std::vector<result_t>& results) {
     protocol::delete_topics_response_data out;
