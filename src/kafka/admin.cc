@@ -233,6 +233,27 @@ std::vector<protocol::uuid> metadata_topic_ids(const request_context& ctx, const
   return ids;
 }
 
+/// Metadata v10-11 carry a topic id field but do not take ids, and their names are not null:
+/// Kafka's KafkaApis.handleTopicMetadataRequest refuses a request naming a topic either way with
+/// INVALID_REQUEST, and MetadataRequest.getErrorResponse answers it: every topic asked, with the
+/// name it was given ("" for null) and its id, INVALID_REQUEST and no partitions; no brokers.
+/// True when `request` was refused so.
+bool refuse_metadata_topic_ids(const request_context& ctx, const protocol::metadata_request_data& request) {
+  if (!request.topics || ctx.api_version >= metadata_topic_id_version) return false;
+  const auto misnamed = [](const auto& t) { return !t.name || !t.topic_id.is_zero(); };
+  if (std::none_of(request.topics->begin(), request.topics->end(), misnamed)) return false;
+  protocol::metadata_response_data out;
+  for (const auto& t : *request.topics) {
+    protocol::metadata_response_data::metadata_response_topic topic;
+    topic.name = t.name.value_or("");
+    topic.topic_id = t.topic_id;
+    topic.error_code = error_code::invalid_request;
+    out.topics.push_back(std::move(topic));
+  }
+  ctx.answer(out);
+  return true;
+}
+
 }  // namespace
 
 void handle_metadata(const request_context& ctx, protocol::metadata_request_data request) {
@@ -242,6 +263,7 @@ void handle_metadata(const request_context& ctx, protocol::metadata_request_data
   auto answer = [ctx, topic_operations, cluster_operations](std::vector<topic_lookup>& found) {
     answer_metadata(ctx, found, topic_operations, cluster_operations);
   };
+  if (refuse_metadata_topic_ids(ctx, request)) return;
   const bool all = !request.topics || (ctx.api_version == 0 && request.topics->empty());
   if (auto ids = all ? std::vector<protocol::uuid>{} : metadata_topic_ids(ctx, request); !ids.empty()) {
     auto g = std::make_shared<gather<topic_lookup>>(ids.size(), answer);
@@ -276,7 +298,7 @@ void handle_metadata(const request_context& ctx, protocol::metadata_request_data
   };
   auto g = std::make_shared<gather<topic_lookup>>(names.size(), answer);
   for (size_t i = 0; i < names.size(); ++i) {
-    if (names[i].empty()) {   // a null name (v10+) without an id (v10-11 ids are not read, as Kafka's)
+    if (names[i].empty()) {   // a null name without an id (v12+; v10-11 refused it above)
       g->slot(i) = topic_lookup{"", std::nullopt, error_code::unknown_topic_id, {}};
       g->complete_one();
       continue;

@@ -906,3 +906,26 @@ def test_delete_topics_v6_deletes_a_topic_named_by_its_id(kbroker):
             {"Name": None, "TopicId": uuid.UUID(ids["dt-by-id"]).bytes}]})
     assert [(t["ErrorCode"], t["Name"]) for t in again["Responses"]] == [(100, None)], again
 
+
+def test_metadata_v10_v11_refuse_topic_ids_and_null_names(kbroker):
+    """Metadata v10-11 carry a topic id field but take no ids, and their topic names are not null:
+    Kafka's KafkaApis.handleTopicMetadataRequest refuses a request naming a topic either way, and
+    MetadataRequest.getErrorResponse answers every topic asked with INVALID_REQUEST (42), the name
+    it was given ("" for null) and its id, no partitions, and no brokers.
+    Before: the id was ignored and the topic answered by name; a null name answered UNKNOWN_TOPIC_ID."""
+    create(kbroker.bootstrap, "md-v11")
+    some_id, zero = uuid.uuid4(), uuid.UUID(int=0)
+
+    def metadata(version, topics, correlation_id):
+        with kw.connect(kbroker.bootstrap) as s:
+            answer = kafka_schema.exchange(s, "Metadata", version, correlation_id,
+                                           {"Topics": topics, "AllowAutoTopicCreation": False})
+        return len(answer["Brokers"]), [(t["ErrorCode"], t["Name"], t["TopicId"], len(t["Partitions"]))
+                                        for t in answer["Topics"]]
+
+    for version in (10, 11):
+        assert metadata(version, [{"Name": "md-v11"}, {"Name": "md-v11", "TopicId": some_id.bytes}], 1) == \
+            (0, [(42, "md-v11", str(zero), 0), (42, "md-v11", str(some_id), 0)])
+        assert metadata(version, [{"Name": None}], 2) == (0, [(42, "", str(zero), 0)])
+        brokers, topics = metadata(version, [{"Name": "md-v11"}], 3)
+        assert brokers == 1 and topics[0][:2] == (0, "md-v11") and topics[0][3] == 1, topics
