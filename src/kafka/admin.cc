@@ -165,6 +165,22 @@ constexpr int16_t metadata_topic_id_version = 12;
 
 namespace {
 
+/// `nodes` as a response's broker entries, in order: `id` is the entry's node id field
+/// (Metadata's node_id, DescribeCluster's broker_id); a node without a rack has a null one.
+template <class Broker>
+std::vector<Broker> broker_entries(const std::vector<kafka_node>& nodes, int32_t Broker::*id) {
+  std::vector<Broker> out;
+  for (const auto& n : nodes) {
+    Broker entry;
+    entry.*id = n.node_id;
+    entry.host = n.host;
+    entry.port = n.port;
+    if (!n.rack.empty()) entry.rack = n.rack;
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
 /// The Metadata answer: the brokers, the controller, and `found` in order, with each topic's
 /// authorized operations when `topic_operations` (v8+) and the cluster's when `cluster_operations`
 /// (v8-10).
@@ -173,14 +189,7 @@ void answer_metadata(const request_context& ctx, const std::vector<topic_lookup>
   protocol::metadata_response_data out;
   const auto& o = ctx.options();
   const auto nodes = kafka_nodes(ctx);
-  for (const auto& n : nodes) {
-    protocol::metadata_response_data::metadata_response_broker broker;
-    broker.node_id = n.node_id;
-    broker.host = n.host;
-    broker.port = n.port;
-    if (!n.rack.empty()) broker.rack = n.rack;
-    out.brokers.push_back(std::move(broker));
-  }
+  out.brokers = broker_entries(nodes, &protocol::metadata_response_data::metadata_response_broker::node_id);
   out.cluster_id = o.cluster_id;
   out.controller_id = client_controller_id(ctx, nodes);
   for (const auto& t : found) {
@@ -478,38 +487,38 @@ void handle_delete_topics(const request_context& ctx, protocol::delete_topics_re
     ctx.answer(out);
   });
   const bool strict_quota = ctx.api_version >= delete_topics_strict_quota_version;
+  const bool answer_ids = ctx.api_version >= delete_topics_topic_id_version;
   for (size_t i = 0; i < targets.size(); ++i) {
+    const delete_target& t = targets[i];
     result_t& slot = g->slot(i);
-    slot.name = targets[i].first;
-    slot.topic_id = targets[i].second;
-    if (!targets[i].first) {
-      slot.error_code = error_code::unknown_topic_id;
-      slot.error_message = "topics are deleted by name here; topic ids are not looked up yet";
-      g->complete_one();
-      continue;
-    }
-    if (!ctx.authorized(security::resource_type::topic, *targets[i].first, security::acl_operation::delete_)) {
-      slot.error_code = error_code::topic_authorization_failed;
-      slot.error_message = "DELETE on the topic is not allowed for " + ctx.principal.to_string();
+    slot.name = t.name;
+    slot.topic_id = t.topic_id;
+    if (refuse_delete(ctx, t, slot)) {
       g->complete_one();
       continue;
     }
     // KIP-599 counts the partitions deleted: the topic's count first.
-    b.admin().describe_topic(*targets[i].first, [&b, ctx, g, i, throttle, strict_quota, name = *targets[i].first](
-                                            broker::result<broker::topic_description> d) {
+    b.admin().describe_topic(*t.name, [&b, ctx, g, i, throttle, strict_quota, answer_ids, t](
+                                          broker::result<broker::topic_description> d) {
+      // v6 answers carry the topic's id, however it was named (ControllerApis.deleteTopics).
+      if (answer_ids && d.ok() && !t.by_id) g->slot(i).topic_id = parse_uuid(d->topic_id);
       const double partitions = d.ok() ? static_cast<double>(d->partitions.size()) : 0;
       if (auto refused = controller_mutation_refused(ctx, partitions, strict_quota, *throttle)) {
         g->slot(i).error_code = error_code::throttling_quota_exceeded;
         g->slot(i).error_message = std::move(*refused);
         return g->complete_one();
       }
-      b.admin().delete_topic(name, [g, i](broker::result<void> deleted) {
-        if (!deleted.ok()) {
-          g->slot(i).error_code = code_of(deleted.error());
-          g->slot(i).error_message = deleted.error().message;
+      auto deleted = [g, i, by_id = t.by_id](broker::result<void> r) {
+        if (!r.ok()) {
+          // By id, a topic gone since its id was resolved is an unknown id.
+          const bool gone = by_id && r.error().code == broker::errc::unknown_topic_or_partition;
+          g->slot(i).error_code = gone ? error_code::unknown_topic_id : code_of(r.error());
+          g->slot(i).error_message = r.error().message;
         }
         g->complete_one();
-      });
+      };
+      if (t.by_id) return b.admin().delete_topic_of_id(*t.name, t.topic_id, std::move(deleted));
+      b.admin().delete_topic(*t.name, std::move(deleted));
     });
   }
   g->finish_if_empty();
@@ -675,14 +684,7 @@ void handle_describe_cluster(const request_context& ctx, protocol::describe_clus
   out.cluster_id = o.cluster_id;
   const auto nodes = kafka_nodes(ctx);
   out.controller_id = client_controller_id(ctx, nodes);
-  for (const auto& n : nodes) {
-    protocol::describe_cluster_response_data::describe_cluster_broker broker;
-    broker.broker_id = n.node_id;
-    broker.host = n.host;
-    broker.port = n.port;
-    if (!n.rack.empty()) broker.rack = n.rack;
-    out.brokers.push_back(std::move(broker));
-  }
+  out.brokers = broker_entries(nodes, &protocol::describe_cluster_response_data::describe_cluster_broker::broker_id);
   ctx.answer(out);
 }
 
