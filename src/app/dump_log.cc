@@ -6,9 +6,10 @@
 //               line per record (or "| offset: ... endTxnMarker: ..." for a control record)
 //   .index      "offset: N position: P"   (N absolute = segment base offset + relative offset)
 //   .timeindex  "timestamp: T offset: N"
-//   .snapshot   producer state (storage/producer_state.h): one line per producer with its
-//               retained batches, "producerId: P producerEpoch: E ... lastSequence: S ..." in the
-//               spirit of Kafka's dump of producer snapshots
+//   .snapshot   producer state (storage/producer_state.h): "snapshotOffset: O producers: N
+//               version: V", then one line per producer with its last append offset and retained
+//               batches, "producerId: P producerEpoch: E ... lastAppendOffset: A batches: [...]" in
+//               the spirit of Kafka's dump of producer snapshots
 //
 // A dump stops at the first torn or corrupt batch / index entry with a line saying where (file
 // position) and why, the same place recovery would cut the segment.
@@ -405,11 +406,21 @@ dump_status dump_producer_snapshot(io::file_system& fs, const std::string& path)
     print("Cannot dump " + path + ": " + decoded.error().message);
     return dump_status::stopped;
   }
-  print("snapshotOffset: " + std::to_string(decoded->first.value()) +
-        " producers: " + std::to_string(decoded->second.producers().size()));
+  // The version is the file's first two bytes, big-endian (producer_state.h); decode checked it.
+  const auto& raw = bytes.value();
+  const int version = (std::to_integer<int>(raw[0]) << 8) | std::to_integer<int>(raw[1]);
+  std::string header = "snapshotOffset: " + std::to_string(decoded->first.value()) +
+                       " producers: " + std::to_string(decoded->second.producers().size()) +
+                       " version: " + std::to_string(version);
+  if (version < storage::producer_snapshot_version) {
+    header += " (no lastAppendOffset before version " + std::to_string(storage::producer_snapshot_version) +
+              ": shown as read, the newest retained batch's last offset or -1)";
+  }
+  print(header);
   for (const auto& [id, entry] : decoded->second.producers()) {
     std::string line = "producerId: " + std::to_string(id) + " producerEpoch: " + std::to_string(entry.epoch.value()) +
-                       " lastTimestamp: " + std::to_string(entry.last_timestamp()) + " batches:";
+                       " lastTimestamp: " + std::to_string(entry.last_timestamp()) +
+                       " lastAppendOffset: " + std::to_string(entry.last_append_offset) + " batches:";
     for (const auto& b : entry.batches) {
       line += " [firstSequence: " + std::to_string(b.first_sequence.value()) +
               " lastSequence: " + std::to_string(b.last_sequence.value()) +

@@ -56,6 +56,7 @@ class admin_manager final : public admin_api {
   // topics_admin.cc
   void create_topic(create_topic_request request, std::function<void(result<topic_description>)> done) override;
   void delete_topic(std::string topic, std::function<void(result<void>)> done) override;
+  void delete_topic_of_id(std::string topic, controller::uuid topic_id, std::function<void(result<void>)> done) override;
   void create_partitions(std::string topic, int32_t partitions_count, std::string_view count_field,
                          std::function<void(result<topic_description>)> done) override;
   void alter_topic_configs(std::string topic, std::map<std::string, std::optional<std::string>> changes,
@@ -114,6 +115,9 @@ class admin_manager final : public admin_api {
     auto it = v->topics.find(name);
     return it == v->topics.end() ? nullptr : it->second;
   }
+  /// delete_topic and delete_topic_of_id: deletes `topic` when it exists and its id is `topic_id`
+  /// (nullopt: any id).
+  void delete_topic_if(std::string topic, std::optional<controller::uuid> topic_id, std::function<void(result<void>)> done);
   /// The broker config of `v` with its dynamic broker configs applied (the static one before start).
   [[nodiscard]] const broker_config& live(const metadata_view& v) const { return live_config(v, config_); }
   /// broker.partitions.max: `adding` more partitions fit beside those of the calling thread's view.

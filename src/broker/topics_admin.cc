@@ -156,10 +156,24 @@ void admin_manager::create_topic(create_topic_request request, std::function<voi
 }
 
 void admin_manager::delete_topic(std::string topic, std::function<void(result<void>)> done) {
+  delete_topic_if(std::move(topic), std::nullopt, std::move(done));
+}
+
+void admin_manager::delete_topic_of_id(std::string topic, controller::uuid topic_id,
+                                       std::function<void(result<void>)> done) {
+  delete_topic_if(std::move(topic), topic_id, std::move(done));
+}
+
+void admin_manager::delete_topic_if(std::string topic, std::optional<controller::uuid> topic_id,
+                                    std::function<void(result<void>)> done) {
   if (stopping_) return done(error{errc::broker_not_available, "the broker is shutting down"});
-  barrier_.post_caught_up([this, topic = std::move(topic), done = std::move(done)]() mutable {
+  barrier_.post_caught_up([this, topic = std::move(topic), topic_id, done = std::move(done)]() mutable {
     auto t = controller_find_topic(topic);
     if (!t) return done(error{errc::unknown_topic_or_partition, unknown_topic_message(topic)});
+    if (topic_id && t->image->topic_id != *topic_id) {
+      return done(error{errc::unknown_topic_or_partition, "topic '" + topic + "' no longer has id " +
+                                                              controller::uuid_to_string(*topic_id)});
+    }
     if (t->is_internal) return done(error{errc::topic_authorization_failed, "internal topic '" + topic + "' cannot be deleted"});
     protocol::remove_topic_record remove;
     remove.topic_id = t->image->topic_id;

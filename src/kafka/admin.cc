@@ -165,6 +165,22 @@ constexpr int16_t metadata_topic_id_version = 12;
 
 namespace {
 
+/// `nodes` as a response's broker entries, in order: `id` is the entry's node id field
+/// (Metadata's node_id, DescribeCluster's broker_id); a node without a rack has a null one.
+template <class Broker>
+std::vector<Broker> broker_entries(const std::vector<kafka_node>& nodes, int32_t Broker::*id) {
+  std::vector<Broker> out;
+  for (const auto& n : nodes) {
+    Broker entry;
+    entry.*id = n.node_id;
+    entry.host = n.host;
+    entry.port = n.port;
+    if (!n.rack.empty()) entry.rack = n.rack;
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
 /// The Metadata answer: the brokers, the controller, and `found` in order, with each topic's
 /// authorized operations when `topic_operations` (v8+) and the cluster's when `cluster_operations`
 /// (v8-10).
@@ -173,14 +189,7 @@ void answer_metadata(const request_context& ctx, const std::vector<topic_lookup>
   protocol::metadata_response_data out;
   const auto& o = ctx.options();
   const auto nodes = kafka_nodes(ctx);
-  for (const auto& n : nodes) {
-    protocol::metadata_response_data::metadata_response_broker broker;
-    broker.node_id = n.node_id;
-    broker.host = n.host;
-    broker.port = n.port;
-    if (!n.rack.empty()) broker.rack = n.rack;
-    out.brokers.push_back(std::move(broker));
-  }
+  out.brokers = broker_entries(nodes, &protocol::metadata_response_data::metadata_response_broker::node_id);
   out.cluster_id = o.cluster_id;
   out.controller_id = client_controller_id(ctx, nodes);
   for (const auto& t : found) {
@@ -233,6 +242,27 @@ std::vector<protocol::uuid> metadata_topic_ids(const request_context& ctx, const
   return ids;
 }
 
+/// Metadata v10-11 carry a topic id field but do not take ids, and their names are not null:
+/// Kafka's KafkaApis.handleTopicMetadataRequest refuses a request naming a topic either way with
+/// INVALID_REQUEST, and MetadataRequest.getErrorResponse answers it: every topic asked, with the
+/// name it was given ("" for null) and its id, INVALID_REQUEST and no partitions; no brokers.
+/// True when `request` was refused so.
+bool refuse_metadata_topic_ids(const request_context& ctx, const protocol::metadata_request_data& request) {
+  if (!request.topics || ctx.api_version >= metadata_topic_id_version) return false;
+  const auto misnamed = [](const auto& t) { return !t.name || !t.topic_id.is_zero(); };
+  if (std::none_of(request.topics->begin(), request.topics->end(), misnamed)) return false;
+  protocol::metadata_response_data out;
+  for (const auto& t : *request.topics) {
+    protocol::metadata_response_data::metadata_response_topic topic;
+    topic.name = t.name.value_or("");
+    topic.topic_id = t.topic_id;
+    topic.error_code = error_code::invalid_request;
+    out.topics.push_back(std::move(topic));
+  }
+  ctx.answer(out);
+  return true;
+}
+
 }  // namespace
 
 void handle_metadata(const request_context& ctx, protocol::metadata_request_data request) {
@@ -242,6 +272,7 @@ void handle_metadata(const request_context& ctx, protocol::metadata_request_data
   auto answer = [ctx, topic_operations, cluster_operations](std::vector<topic_lookup>& found) {
     answer_metadata(ctx, found, topic_operations, cluster_operations);
   };
+  if (refuse_metadata_topic_ids(ctx, request)) return;
   const bool all = !request.topics || (ctx.api_version == 0 && request.topics->empty());
   if (auto ids = all ? std::vector<protocol::uuid>{} : metadata_topic_ids(ctx, request); !ids.empty()) {
     auto g = std::make_shared<gather<topic_lookup>>(ids.size(), answer);
@@ -276,7 +307,7 @@ void handle_metadata(const request_context& ctx, protocol::metadata_request_data
   };
   auto g = std::make_shared<gather<topic_lookup>>(names.size(), answer);
   for (size_t i = 0; i < names.size(); ++i) {
-    if (names[i].empty()) {   // a null name (v10+) without an id (v10-11 ids are not read, as Kafka's)
+    if (names[i].empty()) {   // a null name without an id (v12+; v10-11 refused it above)
       g->slot(i) = topic_lookup{"", std::nullopt, error_code::unknown_topic_id, {}};
       g->complete_one();
       continue;
@@ -379,15 +410,75 @@ void handle_create_topics(const request_context& ctx, protocol::create_topics_re
   g->finish_if_empty();
 }
 
+namespace {
+
+/// DeleteTopics names each topic by name or by id from this version on (KIP-516).
+constexpr int16_t delete_topics_topic_id_version = 6;
+
+/// One DeleteTopics entry: the name and id it was asked by, and for one asked by id alone the
+/// name of the current topic of that id (nullopt: no topic has it).
+struct delete_target {
+  std::optional<std::string> name;
+  protocol::uuid topic_id;
+  bool by_id = false;
+};
+
+/// The entries of a DeleteTopics request in request order, those named by id resolved to their
+/// topics' names in one lookup.
+std::vector<delete_target> delete_targets(const request_context& ctx, const protocol::delete_topics_request_data& request) {
+  std::vector<delete_target> out;
+  if (ctx.api_version < delete_topics_topic_id_version) {
+    for (const auto& name : request.topic_names) out.push_back({name, {}, false});
+    return out;
+  }
+  std::vector<protocol::uuid> ids;
+  for (const auto& t : request.topics) {
+    const bool by_id = !t.name && !t.topic_id.is_zero();
+    out.push_back({t.name, t.topic_id, by_id});
+    if (by_id) ids.push_back(t.topic_id);
+  }
+  const auto names = ctx.broker_api().admin().topic_names_of_ids(ids);
+  size_t next = 0;
+  for (auto& t : out) {
+    if (t.by_id) t.name = names[next++];
+  }
+  return out;
+}
+
+/// Fills `slot` with the answer to an entry refused before any deletion and returns true, as
+/// Kafka's ControllerApis.deleteTopics: an entry with both a name and an id, or neither, is
+/// INVALID_REQUEST; an id no topic has is UNKNOWN_TOPIC_ID; DELETE on the topic is required, and
+/// a topic named by an id the principal may not DESCRIBE either answers without its name (ids are
+/// not secret, names are).
+bool refuse_delete(const request_context& ctx, const delete_target& t,
+                   protocol::delete_topics_response_data::deletable_topic_result& slot) {
+  if (!t.by_id && !t.topic_id.is_zero()) {
+    slot.error_code = error_code::invalid_request;
+    slot.error_message = "You may not specify both topic name and topic id.";
+  } else if (!t.by_id && !t.name) {
+    slot.error_code = error_code::invalid_request;
+    slot.error_message = "Neither topic name nor id were specified.";
+  } else if (!t.name) {
+    slot.error_code = error_code::unknown_topic_id;
+    slot.error_message = "This server does not host this topic ID.";   // Kafka's UNKNOWN_TOPIC_ID message
+  } else if (!ctx.authorized(security::resource_type::topic, *t.name, security::acl_operation::delete_)) {
+    slot.error_code = error_code::topic_authorization_failed;
+    slot.error_message = "DELETE on the topic is not allowed for " + ctx.principal.to_string();
+    if (t.by_id && !ctx.authorized(security::resource_type::topic, *t.name, security::acl_operation::describe)) {
+      slot.name = std::nullopt;
+    }
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void handle_delete_topics(const request_context& ctx, protocol::delete_topics_request_data request) {
   using result_t = protocol::delete_topics_response_data::deletable_topic_result;
   broker::broker& b = ctx.broker_api();
-  std::vector<std::pair<std::optional<std::string>, protocol::uuid>> targets;
-  if (ctx.api_version >= 6) {
-    for (const auto& t : request.topics) targets.emplace_back(t.name, t.topic_id);
-  } else {
-    for (const auto& name : request.topic_names) targets.emplace_back(name, protocol::uuid{});
-  }
+  const auto targets = delete_targets(ctx, request);
   auto throttle = std::make_shared<std::atomic<int64_t>>(0);
   auto g = std::make_shared<gather<result_t>>(targets.size(), [ctx, throttle](std::vector<result_t>& results) {
     protocol::delete_topics_response_data out;
@@ -396,38 +487,38 @@ void handle_delete_topics(const request_context& ctx, protocol::delete_topics_re
     ctx.answer(out);
   });
   const bool strict_quota = ctx.api_version >= delete_topics_strict_quota_version;
+  const bool answer_ids = ctx.api_version >= delete_topics_topic_id_version;
   for (size_t i = 0; i < targets.size(); ++i) {
+    const delete_target& t = targets[i];
     result_t& slot = g->slot(i);
-    slot.name = targets[i].first;
-    slot.topic_id = targets[i].second;
-    if (!targets[i].first) {
-      slot.error_code = error_code::unknown_topic_id;
-      slot.error_message = "topics are deleted by name here; topic ids are not looked up yet";
-      g->complete_one();
-      continue;
-    }
-    if (!ctx.authorized(security::resource_type::topic, *targets[i].first, security::acl_operation::delete_)) {
-      slot.error_code = error_code::topic_authorization_failed;
-      slot.error_message = "DELETE on the topic is not allowed for " + ctx.principal.to_string();
+    slot.name = t.name;
+    slot.topic_id = t.topic_id;
+    if (refuse_delete(ctx, t, slot)) {
       g->complete_one();
       continue;
     }
     // KIP-599 counts the partitions deleted: the topic's count first.
-    b.admin().describe_topic(*targets[i].first, [&b, ctx, g, i, throttle, strict_quota, name = *targets[i].first](
-                                            broker::result<broker::topic_description> d) {
+    b.admin().describe_topic(*t.name, [&b, ctx, g, i, throttle, strict_quota, answer_ids, t](
+                                          broker::result<broker::topic_description> d) {
+      // v6 answers carry the topic's id, however it was named (ControllerApis.deleteTopics).
+      if (answer_ids && d.ok() && !t.by_id) g->slot(i).topic_id = parse_uuid(d->topic_id);
       const double partitions = d.ok() ? static_cast<double>(d->partitions.size()) : 0;
       if (auto refused = controller_mutation_refused(ctx, partitions, strict_quota, *throttle)) {
         g->slot(i).error_code = error_code::throttling_quota_exceeded;
         g->slot(i).error_message = std::move(*refused);
         return g->complete_one();
       }
-      b.admin().delete_topic(name, [g, i](broker::result<void> deleted) {
-        if (!deleted.ok()) {
-          g->slot(i).error_code = code_of(deleted.error());
-          g->slot(i).error_message = deleted.error().message;
+      auto deleted = [g, i, by_id = t.by_id](broker::result<void> r) {
+        if (!r.ok()) {
+          // By id, a topic gone since its id was resolved is an unknown id.
+          const bool gone = by_id && r.error().code == broker::errc::unknown_topic_or_partition;
+          g->slot(i).error_code = gone ? error_code::unknown_topic_id : code_of(r.error());
+          g->slot(i).error_message = r.error().message;
         }
         g->complete_one();
-      });
+      };
+      if (t.by_id) return b.admin().delete_topic_of_id(*t.name, t.topic_id, std::move(deleted));
+      b.admin().delete_topic(*t.name, std::move(deleted));
     });
   }
   g->finish_if_empty();
@@ -593,14 +684,7 @@ void handle_describe_cluster(const request_context& ctx, protocol::describe_clus
   out.cluster_id = o.cluster_id;
   const auto nodes = kafka_nodes(ctx);
   out.controller_id = client_controller_id(ctx, nodes);
-  for (const auto& n : nodes) {
-    protocol::describe_cluster_response_data::describe_cluster_broker broker;
-    broker.broker_id = n.node_id;
-    broker.host = n.host;
-    broker.port = n.port;
-    if (!n.rack.empty()) broker.rack = n.rack;
-    out.brokers.push_back(std::move(broker));
-  }
+  out.brokers = broker_entries(nodes, &protocol::describe_cluster_response_data::describe_cluster_broker::broker_id);
   ctx.answer(out);
 }
 

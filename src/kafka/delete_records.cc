@@ -14,58 +14,26 @@ using partition_result = response::delete_records_partition_result;
 /// Kafka's low watermark of a partition that failed (DeleteRecordsResponse.INVALID_LOW_WATERMARK).
 constexpr int64_t invalid_low_watermark = -1;
 
-/// One partition of the request, in request order.
-struct target {
-  size_t topic_index = 0;
-  int32_t partition = 0;
-  int64_t offset = 0;
-};
-
-std::vector<target> targets_of(const protocol::delete_records_request_data& request) {
-  std::vector<target> out;
-  for (size_t t = 0; t < request.topics.size(); ++t) {
-    for (const auto& p : request.topics[t].partitions) out.push_back({t, p.partition_index, p.offset});
-  }
-  return out;
-}
-
-/// The answer: each partition's result under its topic, in request order.
-void answer_delete_records(const request_context& ctx, const std::vector<std::string>& names,
-                           const std::vector<target>& targets, std::vector<partition_result>& results) {
-  response out;
-  for (const auto& name : names) {
-    response::delete_records_topic_result t;
-    t.name = name;
-    out.topics.push_back(std::move(t));
-  }
-  for (size_t i = 0; i < results.size(); ++i) out.topics[targets[i].topic_index].partitions.push_back(results[i]);
-  ctx.answer(out);
-}
-
 }  // namespace
 
 void handle_delete_records(const request_context& ctx, protocol::delete_records_request_data request) {
-  std::vector<std::string> names;
-  for (const auto& t : request.topics) names.push_back(t.name);
-  const std::vector<target> targets = targets_of(request);
-  auto g = std::make_shared<gather<partition_result>>(
-      targets.size(), [ctx, names, targets](std::vector<partition_result>& results) {
-        answer_delete_records(ctx, names, targets, results);
-      });
-  for (size_t i = 0; i < targets.size(); ++i) {
-    const target& t = targets[i];
+  const auto targets = targets_of(request.topics, &protocol::delete_records_request_data::delete_records_topic::name);
+  auto g = gather_by_topic<response, partition_result>(ctx, targets, &response::delete_records_topic_result::name);
+  for (size_t i = 0; i < targets.partitions.size(); ++i) {
+    const auto& t = targets.partitions[i];
+    const std::string& topic = targets.names[targets.topic_of[i]];
     partition_result& slot = g->slot(i);
-    slot.partition_index = t.partition;
+    slot.partition_index = t.partition_index;
     slot.low_watermark = invalid_low_watermark;
     // DELETE on the topic (KafkaApis.handleDeleteRecordsRequest), before its existence is
     // looked at: a principal without it learns nothing of the topic.
-    if (!ctx.authorized(security::resource_type::topic, names[t.topic_index], security::acl_operation::delete_)) {
+    if (!ctx.authorized(security::resource_type::topic, topic, security::acl_operation::delete_)) {
       slot.error_code = error_code::topic_authorization_failed;
       g->complete_one();
       continue;
     }
     broker::delete_records_request call;
-    call.partition = model::topic_partition{names[t.topic_index], model::partition_id{t.partition}};
+    call.partition = model::topic_partition{topic, model::partition_id{t.partition_index}};
     call.offset = t.offset;
     call.timeout_ms = request.timeout_ms;
     ctx.broker_api().delete_records(std::move(call), [g, i](broker::result<broker::delete_records_response> r) {

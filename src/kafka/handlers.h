@@ -215,6 +215,49 @@ class gather : public std::enable_shared_from_this<gather<T>> {
   std::function<void(std::vector<T>&)> done_;
 };
 
+/// The partitions of a request that names them under its topics (ListOffsets,
+/// OffsetForLeaderEpoch, DeleteRecords), in request order: one slot of a gather each.
+template <class RequestTopic>
+struct partition_targets {
+  using partition = typename decltype(RequestTopic::partitions)::value_type;
+  std::vector<std::string> names;       ///< the request's topics, in request order
+  std::vector<size_t> topic_of;         ///< per target: the index of its topic in `names`
+  std::vector<partition> partitions;    ///< per target: its entry in the request
+};
+
+/// `topics`' partitions as targets; `name` is the field that names a request topic.
+template <class RequestTopic>
+partition_targets<RequestTopic> targets_of(const std::vector<RequestTopic>& topics, std::string RequestTopic::*name) {
+  partition_targets<RequestTopic> out;
+  for (size_t t = 0; t < topics.size(); ++t) {
+    out.names.push_back(topics[t].*name);
+    for (const auto& p : topics[t].partitions) {
+      out.topic_of.push_back(t);
+      out.partitions.push_back(p);
+    }
+  }
+  return out;
+}
+
+/// A gather with one `Result` slot per target that, once every slot is in, answers `ctx` with a
+/// `Response` listing the request's topics in request order (each named in its `name` field)
+/// with their targets' results in request order.
+template <class Response, class Result, class RequestTopic, class TopicResult>
+std::shared_ptr<gather<Result>> gather_by_topic(const request_context& ctx, const partition_targets<RequestTopic>& targets,
+                                                std::string TopicResult::*name) {
+  return std::make_shared<gather<Result>>(
+      targets.partitions.size(), [ctx, names = targets.names, topic_of = targets.topic_of, name](std::vector<Result>& results) {
+        Response out;
+        for (const auto& n : names) {
+          TopicResult t;
+          t.*name = n;
+          out.topics.push_back(std::move(t));
+        }
+        for (size_t i = 0; i < results.size(); ++i) out.topics[topic_of[i]].partitions.push_back(std::move(results[i]));
+        ctx.answer(out);
+      });
+}
+
 // ---- admin.cc
 void handle_metadata(const request_context& ctx, protocol::metadata_request_data request);
 void handle_create_topics(const request_context& ctx, protocol::create_topics_request_data request);

@@ -561,3 +561,30 @@ def test_offset_fetch_refused_for_the_group_answers_30_in_every_version(acl_brok
         assert (answer["ErrorCode"], answer["Topics"]) == (GROUP_AUTHORIZATION_FAILED, []), (v, answer)
     assert [(g["GroupId"], g["ErrorCode"], g["Topics"]) for g in v8["Groups"]] == \
         [("of-g", GROUP_AUTHORIZATION_FAILED, [])], v8
+
+
+def test_delete_topics_by_topic_id_is_authorized_as_kafka_does(acl_broker):
+    """KIP-516, DeleteTopics v6 naming topics by id: DELETE on the topic, as by name. A refused topic
+    answers TOPIC_AUTHORIZATION_FAILED with its id, and its name only when the principal may DESCRIBE it
+    (Kafka's ControllerApis.deleteTopics: ids are not secret, names are).
+    Before: every entry named by id answered UNKNOWN_TOPIC_ID."""
+    b = acl_broker
+    for t in ("del-id-described", "del-id-hidden", "del-id-deletable"):
+        create_topic(b, t)
+    create_acls(b, allow("User:bob", ResourceType.TOPIC, "del-id-described", ACLOperation.DESCRIBE),
+                allow("User:bob", ResourceType.TOPIC, "del-id-deletable", ACLOperation.DELETE))
+    names = ("del-id-described", "del-id-hidden", "del-id-deletable")
+    with kafka_wire.connect(b.bootstrap) as s:
+        scram_login(s, "SCRAM-SHA-512", ADMIN)
+        named = kafka_schema.exchange(s, "Metadata", 12, 1, {"Topics": [{"Name": n} for n in names],
+                                                             "AllowAutoTopicCreation": False})
+    ids = {t["Name"]: t["TopicId"] for t in named["Topics"]}
+    by_id = {"TimeoutMs": 10000, "Topics": [{"Name": None, "TopicId": uuid.UUID(ids[n]).bytes} for n in names]}
+    with kafka_wire.connect(b.bootstrap) as s:
+        scram_login(s, "SCRAM-SHA-512", BOB)
+        answer = wait_until(lambda: (lambda a: a if a["Responses"][2]["ErrorCode"] == 0 else None)(
+            kafka_schema.exchange(s, "DeleteTopics", 6, 2, by_id)), 15, "bob's DELETE ACL")
+    assert [(t["ErrorCode"], t["Name"], t["TopicId"]) for t in answer["Responses"]] == [
+        (TOPIC_AUTHORIZATION_FAILED, "del-id-described", ids["del-id-described"]),
+        (TOPIC_AUTHORIZATION_FAILED, None, ids["del-id-hidden"]),
+        (0, "del-id-deletable", ids["del-id-deletable"])], answer

@@ -868,3 +868,64 @@ def test_metadata_v12_names_a_topic_by_its_id(kbroker):
         [(0, "md-by-id-other", ids["md-by-id-other"], 1)]
     assert metadata([by_id("md-by-id"), {"Name": "md-by-id-other"}, by_id("md-by-id")], 5) == \
         [(0, "md-by-id", ids["md-by-id"], 2)]
+
+
+def test_delete_topics_v6_deletes_a_topic_named_by_its_id(kbroker):
+    """DeleteTopics v6 names each topic by name or by id (KIP-516), as Kafka's ControllerApis.deleteTopics
+    takes them: a topic named by its id is deleted and answered with its name and id; an id no topic has
+    answers UNKNOWN_TOPIC_ID (100) with a null name; an entry with both a name and an id, or neither, is
+    INVALID_REQUEST (42); a topic deleted by name is answered with its id too.
+    Before: every entry named by id answered UNKNOWN_TOPIC_ID, the topic left in place."""
+    create(kbroker.bootstrap, "dt-by-id", partitions=2)
+    create(kbroker.bootstrap, "dt-by-name")
+    with kw.connect(kbroker.bootstrap) as s:
+        named = kafka_schema.exchange(s, "Metadata", 12, 1, {"Topics": [{"Name": "dt-by-id"}, {"Name": "dt-by-name"}],
+                                                             "AllowAutoTopicCreation": False})
+    ids = {t["Name"]: t["TopicId"] for t in named["Topics"]}
+    unknown, both = uuid.uuid4(), uuid.uuid4()
+    zero = uuid.UUID(int=0)
+    with kw.connect(kbroker.bootstrap) as s:
+        answer = kafka_schema.exchange(s, "DeleteTopics", 6, 2, {"TimeoutMs": 10000, "Topics": [
+            {"Name": None, "TopicId": uuid.UUID(ids["dt-by-id"]).bytes},
+            {"Name": "dt-by-name", "TopicId": zero.bytes},
+            {"Name": None, "TopicId": unknown.bytes},
+            {"Name": "dt-other", "TopicId": both.bytes},
+            {"Name": None, "TopicId": zero.bytes}]})
+    assert [(t["ErrorCode"], t["Name"], t["TopicId"]) for t in answer["Responses"]] == [
+        (0, "dt-by-id", ids["dt-by-id"]), (0, "dt-by-name", ids["dt-by-name"]), (100, None, str(unknown)),
+        (42, "dt-other", str(both)), (42, None, str(zero))], answer
+
+    def gone():
+        with kw.connect(kbroker.bootstrap) as s:
+            answer = kafka_schema.exchange(s, "Metadata", 12, 3, {
+                "Topics": [{"Name": "dt-by-id"}, {"Name": "dt-by-name"}], "AllowAutoTopicCreation": False})
+        return [t["ErrorCode"] for t in answer["Topics"]] == [3, 3]
+    wait_until(gone, 15, "both topics deleted")
+    with kw.connect(kbroker.bootstrap) as s:
+        again = kafka_schema.exchange(s, "DeleteTopics", 6, 4, {"TimeoutMs": 10000, "Topics": [
+            {"Name": None, "TopicId": uuid.UUID(ids["dt-by-id"]).bytes}]})
+    assert [(t["ErrorCode"], t["Name"]) for t in again["Responses"]] == [(100, None)], again
+
+
+def test_metadata_v10_v11_refuse_topic_ids_and_null_names(kbroker):
+    """Metadata v10-11 carry a topic id field but take no ids, and their topic names are not null:
+    Kafka's KafkaApis.handleTopicMetadataRequest refuses a request naming a topic either way, and
+    MetadataRequest.getErrorResponse answers every topic asked with INVALID_REQUEST (42), the name
+    it was given ("" for null) and its id, no partitions, and no brokers.
+    Before: the id was ignored and the topic answered by name; a null name answered UNKNOWN_TOPIC_ID."""
+    create(kbroker.bootstrap, "md-v11")
+    some_id, zero = uuid.uuid4(), uuid.UUID(int=0)
+
+    def metadata(version, topics, correlation_id):
+        with kw.connect(kbroker.bootstrap) as s:
+            answer = kafka_schema.exchange(s, "Metadata", version, correlation_id,
+                                           {"Topics": topics, "AllowAutoTopicCreation": False})
+        return len(answer["Brokers"]), [(t["ErrorCode"], t["Name"], t["TopicId"], len(t["Partitions"]))
+                                        for t in answer["Topics"]]
+
+    for version in (10, 11):
+        assert metadata(version, [{"Name": "md-v11"}, {"Name": "md-v11", "TopicId": some_id.bytes}], 1) == \
+            (0, [(42, "md-v11", str(zero), 0), (42, "md-v11", str(some_id), 0)])
+        assert metadata(version, [{"Name": None}], 2) == (0, [(42, "", str(zero), 0)])
+        brokers, topics = metadata(version, [{"Name": "md-v11"}], 3)
+        assert brokers == 1 and topics[0][:2] == (0, "md-v11") and topics[0][3] == 1, topics

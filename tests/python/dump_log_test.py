@@ -4,8 +4,8 @@
 Usage: /usr/bin/python3 dump_log_test.py PATH/TO/dump_log_fixture PATH/TO/ringlog-dump-log
 
 The fixture writes batches at offsets 0-2 (keys key-0..2, values value-0..2, headers), 3 (null key,
-binary value, producer id 7) and 4-5 (lz4). This script checks the batch, record, .index and
-.timeindex lines, then damages copies of the segment (a cut last batch, a flipped byte, a short
+binary value, producer id 7) and 4-5 (lz4). This script checks the batch, record, .index,
+.timeindex and .snapshot lines, then damages copies of the segment (a cut last batch, a flipped byte, a short
 garbage tail, a torn index entry) and checks that the dump stops there and says where and why.
 Exits non-zero with a message on the first difference.
 """
@@ -165,6 +165,18 @@ def check_damage(dump_log, directory, positions, sizes):
            "zeroed tail stop line", lines)
 
 
+def check_snapshot(dump_log, directory):
+    """The close-time producer snapshot (offset 6): its version, and producer 7's last append offset
+    (3, its one batch) beside its batch."""
+    rc, lines, err = run(dump_log, os.path.join(directory, "00000000000000000006.snapshot"))
+    expect(rc == 0, f"dump-log exit {rc}: {err}", lines)
+    expect(lines[1] == "snapshotOffset: 6 producers: 1 version: 3", "snapshot header line", lines)
+    producer = fields(lines[2])
+    expect((producer["producerId"], producer["producerEpoch"], producer["lastAppendOffset"]) == ("7", "1", "3"),
+           "producer 7's line with its last append offset", lines)
+    expect("[firstSequence: 5 lastSequence: 5 baseOffset: 3 lastOffset: 3]" in lines[2], "producer 7's batch", lines)
+
+
 def check_usage(dump_log):
     rc, lines, _ = run(dump_log, "--help")
     expect(rc == 0 and lines[0].startswith("usage: ringlog dump-log"), "--help prints usage", lines)
@@ -186,6 +198,7 @@ def main():
         positions, sizes = check_log(dump_log, os.path.join(directory, STEM + ".log"))
         check_indexes(dump_log, directory, positions)
         check_damage(dump_log, directory, positions, sizes)
+        check_snapshot(dump_log, directory)
         check_usage(dump_log)
     print("dump-log: all checks passed")
 

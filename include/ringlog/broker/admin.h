@@ -265,6 +265,11 @@ class admin_api {
   // ---- topics (CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs, Metadata)
   virtual void create_topic(create_topic_request request, std::function<void(result<topic_description>)> done) = 0;
   virtual void delete_topic(std::string topic, std::function<void(result<void>)> done) = 0;
+  /// Deletes `topic` only while its id is `topic_id` (KIP-516: DeleteTopics v6 names a topic by
+  /// id): a topic deleted and created again under that name since the caller resolved the id is
+  /// left alone. Errors: unknown_topic_or_partition (no topic of that name and id), as delete_topic.
+  virtual void delete_topic_of_id(std::string topic, controller::uuid topic_id,
+                                  std::function<void(result<void>)> done) = 0;
   /// Raises the partition count to `partitions_count` (never lowers: invalid_partitions; at most
   /// topic_partitions_max: invalid_partitions). `count_field`: the request field the count came
   /// in, as the errors name it (REST v3's partitions_count, Kafka's CreatePartitions "count").
