@@ -37,9 +37,12 @@ using gateway::ws_message_bytes_max;
 /// session closes with 1013 "try again later" rather than grow.
 inline constexpr size_t ws_write_queue_bytes_max = 8 * 1024 * 1024;
 inline constexpr size_t ws_write_queue_low_water_bytes = 1024 * 1024;
-/// Bytes of server messages queued on all WebSocket sessions together. Past it no session
-/// fetches records (each retries on its next tick, ws_group_tick_ms), so many slow readers cost
-/// at most this much (plus kernel socket buffers) however many connections there are.
+/// Bytes of server messages queued on all WebSocket sessions together. Past it no session with
+/// anything queued fetches records or is read from (each retries when its queue drains, or on its
+/// next tick, ws_group_tick_ms), so many slow readers cost at most this much (plus one answer per
+/// session that keeps up, and kernel socket buffers) however many connections there are. A session
+/// whose queue is empty still fetches: the readers holding the total do not stall the others
+/// (ws_session.cc, within_total_queue_bound).
 inline constexpr int64_t ws_write_queue_total_bytes_max = int64_t{256} << 20;
 
 /// Longest `id` of a client's message, as JSON text: every answer echoes it, so it bounds the

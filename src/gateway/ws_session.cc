@@ -807,8 +807,18 @@ class ws_session final : public std::enable_shared_from_this<ws_session> {
   [[nodiscard]] bool may_fetch() const {
     return !closing_ && !credit_starved_ && credit_records_ > 0 && (!bytes_counted_ || credit_bytes_ > 0) &&
            out_bytes_ < limits::ws_write_queue_low_water_bytes && !ctx_.shared->stopping.load() &&
-           ctx_.shared->queued_bytes.load() < limits::ws_write_queue_total_bytes_max &&
-           std::chrono::steady_clock::now() >= quota_paused_until_;
+           within_total_queue_bound() && std::chrono::steady_clock::now() >= quota_paused_until_;
+  }
+  /// Whether the server-wide bound lets this session fetch: while all queues together hold less
+  /// than ws_write_queue_total_bytes_max, or past it while this session's own queue is empty (its
+  /// client keeps up: everything queued went to its socket). The total stops the sessions that
+  /// hold it, not the others: a session that keeps up fetches one answer (ws_fetch_bytes_max of
+  /// records, or one larger record) each time its queue drains, so the total passes the bound by
+  /// at most one answer per such session. (The breaker of session 38: subscribers that granted
+  /// credit and never read filled the total and no session fetched until they were closed, ~34 s
+  /// later; reading already followed this rule, queue_full.)
+  [[nodiscard]] bool within_total_queue_bound() const {
+    return out_bytes_ == 0 || ctx_.shared->queued_bytes.load() < limits::ws_write_queue_total_bytes_max;
   }
 
   /// Every change of this session's queue goes through here, so the server-wide total follows.

@@ -5,6 +5,8 @@ its answers held 6-8 MiB of queued answers (the per-session bound, ws_write_queu
 an `id` of 60 KB was echoed in every answer. A session whose queue holds
 ws_write_queue_low_water_bytes (1 MiB) is no longer read from until it drains, and an `id` longer
 than ws_id_bytes_max (1024 bytes as JSON text) is refused with an error naming the limit.
+The breaker of session 38: sessions that never read holding the total of all queues
+(ws_write_queue_total_bytes_max) must not hold up a subscriber that reads.
 """
 import asyncio
 import base64
@@ -14,7 +16,10 @@ import socket
 import struct
 import time
 
+import requests
 import websockets
+
+from conftest import wait_until
 
 SESSIONS = 24
 SEND_BYTES_PER_SESSION = 6 << 20   # answers of about as many bytes: under the 8 MiB close
@@ -110,3 +115,62 @@ def test_an_id_longer_than_the_limit_is_refused_naming_it(broker):
             assert json.loads(await asyncio.wait_for(ws.recv(), 10)) == {"type": "pong", "id": "short"}
 
     asyncio.run(go())
+
+
+# The breaker of session 38 (MEDIUM): subscribers that granted credit and never read held the
+# queues' total (ws_write_queue_total_bytes_max, 256 MiB), and then no session fetched, a reader
+# that keeps up included: its new records waited until the slow sessions were closed, about 34 s
+# later. Each slow session here holds one `record` message of about 6 MB (a 4.5 MB record in
+# base64, under ws_write_queue_bytes_max), so 60 of them queue about 340 MiB.
+SLOW_SUBSCRIBERS = 60
+BIG_RECORD_BYTES = 4_500_000
+QUEUES_TOTAL_MIB = 256          # ws_write_queue_total_bytes_max
+DELIVERY_DEADLINE_S = 5         # a reader that keeps up gets a new record in milliseconds
+
+
+def test_a_subscriber_that_reads_is_served_while_others_hold_the_queues_total(fresh_broker, topic_name):
+    b = fresh_broker(["message.max.bytes=8388608"])
+    b.create_topic(topic_name)
+    big = base64.b64encode(os.urandom(BIG_RECORD_BYTES)).decode()
+    r = requests.post(f"{b.url}/topics/{topic_name}", json={"records": [{"value": big}]},
+                      headers={"Content-Type": "application/vnd.kafka.binary.v2+json"})
+    assert r.status_code == 200, r.text
+    before = rss_mib(b.proc.pid)
+    slow = []
+    try:
+        for i in range(SLOW_SUBSCRIBERS):
+            s = never_reading_session(b.port)
+            s.setblocking(True)
+            s.sendall(masked_frame(json.dumps({"type": "subscribe", "id": i, "topic": topic_name,
+                                               "position": "earliest"})))
+            s.sendall(masked_frame(json.dumps({"type": "credit", "records": 1000})))
+            slow.append(s)
+        # The slow sessions queued their answers: the total is passed.
+        wait_until(lambda: rss_mib(b.proc.pid) - before >= QUEUES_TOTAL_MIB, 20,
+                   f"{SLOW_SUBSCRIBERS} sessions queueing a {BIG_RECORD_BYTES}-byte record each")
+
+        async def healthy():
+            async with websockets.connect(f"ws://127.0.0.1:{b.port}/v1/ws", max_size=None) as ws:
+                await ws.send(json.dumps({"type": "subscribe", "id": "h", "topic": topic_name, "position": "latest"}))
+                answer = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                assert answer["type"] == "subscribed" and answer["offset"] == 1, answer
+                await ws.send(json.dumps({"type": "credit", "records": 10}))
+                for n in range(3):
+                    r = await asyncio.to_thread(
+                        requests.post, f"{b.url}/topics/{topic_name}", json={"records": [{"value": "aGk="}]},
+                        headers={"Content-Type": "application/vnd.kafka.binary.v2+json"})
+                    assert r.status_code == 200, r.text
+                    produced = time.monotonic()
+                    try:
+                        got = json.loads(await asyncio.wait_for(ws.recv(), DELIVERY_DEADLINE_S))
+                    except asyncio.TimeoutError:
+                        raise AssertionError(f"record {n + 1} not delivered within {DELIVERY_DEADLINE_S} s while "
+                                             f"{SLOW_SUBSCRIBERS} sessions that never read hold the queues' total") from None
+                    assert got["type"] == "record" and got["offset"] == n + 1, got
+                    assert time.monotonic() - produced < DELIVERY_DEADLINE_S
+
+        asyncio.run(healthy())
+        assert b.proc.poll() is None
+    finally:
+        for s in slow:
+            s.close()
