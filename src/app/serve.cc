@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 // `ringlog serve`: start order shards -> broker -> HTTP; stop order HTTP (drain) -> broker
 // (flush, clean-shutdown marker) -> shards. SIGTERM/SIGINT trigger the stop; exit code 0.
@@ -980,10 +981,44 @@ void set_http_listener(gateway::server_options& options, const config::server_co
   options.peer_tls_client = bound.peer_https_client;
 }
 
+/// One warning when `log_dir` already exists and its group or others may read or enter it: the
+/// directory holds the forwarding secret (in __cluster_metadata) and the SCRAM credentials.
+/// PostgreSQL refuses such a data directory; a warning is enough here, since serve's umask keeps
+/// everything it creates below owner-only (new directories 0700, files 0600).
+void warn_if_log_dir_open(const std::string& log_dir) {
+  struct stat st {};
+  if (::stat(log_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;   // created below, 0700
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) == 0) return;
+  spdlog::warn("msg=\"log.dirs is open to group or others (mode {:04o}): any local user may read the forwarding "
+               "secret in __cluster_metadata and the SCRAM credentials; restrict it with: chmod 700 {}\" "
+               "log.dirs=\"{}\"",
+               st.st_mode & 07777, base::logfmt_escaped(log_dir), base::logfmt_escaped(log_dir));
+}
+
+/// process.roles (KIP-631): broker,controller (combined mode, the default) is a voter of the
+/// metadata quorum and a broker; broker is a broker that follows the metadata log as a raft
+/// observer (KIP-595), so brokers join a running cluster without touching
+/// controller.quorum.voters; controller is a dedicated controller: a voter (and, when it leads,
+/// the active controller) that never registers as a broker, hosts no partitions and serves
+/// only metadata over HTTP (config validation refused a kafka:// listener for it). One line for
+/// the two single roles.
+void log_process_roles(const config::server_config& cfg) {
+  if (!cfg.process_role_controller) {
+    spdlog::info("msg=\"broker-only node: an observer of the metadata quorum, not a voter\" node.id={} "
+                 "controller.quorum.voters={}",
+                 cfg.node_id, cfg.controller_quorum_voters.size());
+  } else if (!cfg.process_role_broker) {
+    spdlog::info("msg=\"dedicated controller: a voter of the metadata quorum, never a broker (no partitions, no "
+                 "records)\" node.id={} controller.quorum.voters={}",
+                 cfg.node_id, cfg.controller_quorum_voters.size());
+  }
+}
+
 /// Creates `log_dir` if needed and takes an exclusive flock(2) on `log_dir/.lock`, kept open (and
 /// so held) for the life of the process; the kernel drops it when the process dies, SIGKILL
 /// included. False, after logging why, when another process holds it or the directory is unusable.
 bool lock_log_dir(const std::string& log_dir) {
+  warn_if_log_dir_open(log_dir);
   std::error_code ec;
   std::filesystem::create_directories(log_dir, ec);
   if (ec) {
@@ -991,7 +1026,7 @@ bool lock_log_dir(const std::string& log_dir) {
     return false;
   }
   const std::string path = log_dir + "/.lock";
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) {
     spdlog::error("msg=\"cannot open the log directory lock\" path=\"{}\" error=\"{}\"", path, std::strerror(errno));
     return false;
@@ -1055,6 +1090,10 @@ int serve_main(int argc, char** argv) {
     return 0;
   }
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z level=%l thread=%t %v");
+  // Owner-only from here on: log.dirs holds the forwarding secret (__cluster_metadata, which lets
+  // anyone who reads it sign forwarded calls) and the SCRAM credentials, so every directory serve
+  // creates is 0700 and every file 0600, whatever the caller's umask. Set before anything exists.
+  ::umask(0077);
 
   // Settings: defaults <- file <- --set, in that order.
   config::properties values;
@@ -1101,21 +1140,7 @@ int serve_main(int argc, char** argv) {
     spdlog::error("msg=\"bad config\" error=\"{}\"", base::logfmt_escaped(auth.error()));
     return 2;
   }
-  // process.roles (KIP-631): broker,controller (combined mode, the default) is a voter of the
-  // metadata quorum and a broker; broker is a broker that follows the metadata log as a raft
-  // observer (KIP-595), so brokers join a running cluster without touching
-  // controller.quorum.voters; controller is a dedicated controller: a voter (and, when it leads,
-  // the active controller) that never registers as a broker, hosts no partitions and serves
-  // only metadata over HTTP (config validation refused a kafka:// listener for it).
-  if (!cfg.process_role_controller) {
-    spdlog::info("msg=\"broker-only node: an observer of the metadata quorum, not a voter\" node.id={} "
-                 "controller.quorum.voters={}",
-                 cfg.node_id, cfg.controller_quorum_voters.size());
-  } else if (!cfg.process_role_broker) {
-    spdlog::info("msg=\"dedicated controller: a voter of the metadata quorum, never a broker (no partitions, no "
-                 "records)\" node.id={} controller.quorum.voters={}",
-                 cfg.node_id, cfg.controller_quorum_voters.size());
-  }
+  log_process_roles(cfg);
 
   keep_large_buffers_mapped();
   // Signals go to sigwait below, never to a shard thread: block them before threads start.
