@@ -107,7 +107,8 @@ size_t help_area_of(std::string_view key) {
 
 void print_usage(std::ostream& out) {
   out << "usage: ringlog serve [--config FILE] [--set KEY=VALUE]... [--io-backend=uring|posix|auto]\n"
-         "                     [--add-scram 'SCRAM-SHA-512=[name=NAME,password=PASSWORD]']...\n\n"
+         "                     [--add-scram 'SCRAM-SHA-512=[name=NAME,password=PASSWORD]']...\n"
+         "                     [--add-scram-file FILE]...\n\n"
          "Runs the broker: HTTP/REST and Kafka clients on listeners (default http://127.0.0.1:8082 and\n"
          "kafka://127.0.0.1:9092), data in log.dirs. listeners without http:// or https:// (e.g.\n"
          "listeners=kafka://127.0.0.1:9092) is a Kafka-only broker: no REST, WebSocket, console or /metrics.\n"
@@ -145,7 +146,10 @@ void print_usage(std::ostream& out) {
          "user with --add-scram 'SCRAM-SHA-512=[name=admin,password=admin-secret]' (Kafka's kafka-storage\n"
          "--add-scram syntax; also iterations=N (4096..16384), salt=BASE64, saltedpassword=BASE64; may repeat).\n"
          "A user is added only when the cluster has no credential of that user and mechanism, so the flag\n"
-         "is safe on every start. More users: `ringlog users create`.\n\n"
+         "is needed at the first start only (later starts log \"the user exists, left unchanged\"). A password\n"
+         "on the command line shows in `ps` for the life of the broker: --add-scram-file FILE reads the same\n"
+         "entries from FILE instead, one a line (# comments and blank lines skipped); FILE must not be\n"
+         "readable by group or others (chmod 600 FILE). More users: `ringlog users create`.\n\n"
          "Keys (default, meaning), by area:\n";
   const auto keys = config::describe_keys();
   const auto& areas = help_areas();
@@ -630,7 +634,7 @@ struct serve_args {
   std::optional<std::string> config_file;
   std::vector<std::string> sets;
   std::optional<std::string> io_backend;
-  std::vector<security::scram_user_spec> add_scram;   // --add-scram, in order
+  std::vector<security::scram_user_spec> add_scram;   // --add-scram and --add-scram-file, in order
   bool help = false;
 };
 
@@ -695,6 +699,41 @@ bool add_scram_users(broker::broker& broker, const std::vector<security::scram_u
   return true;
 }
 
+/// --add-scram-file PATH: the --add-scram entries of PATH, one a line (blank lines and lines
+/// starting with # skipped), appended to `out`. Refused, with a line on stderr naming the file,
+/// when PATH cannot be read, is readable or writable by group or others (it holds passwords; as
+/// ssh refuses an open private key), or has a bad entry (named by its line number).
+bool read_add_scram_file(const std::string& path, std::vector<security::scram_user_spec>& out) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    std::cerr << "serve: --add-scram-file " << path << ": " << std::strerror(errno) << "\n";
+    return false;
+  }
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    std::cerr << "serve: --add-scram-file " << path << " holds passwords but is open to group or others (mode "
+              << std::oct << (st.st_mode & 07777) << std::dec << "): chmod 600 " << path << "\n";
+    return false;
+  }
+  std::ifstream in(path);
+  if (!in) {
+    std::cerr << "serve: --add-scram-file " << path << ": " << std::strerror(errno) << "\n";
+    return false;
+  }
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    const auto last = line.find_last_not_of(" \t\r");
+    auto spec = security::parse_add_scram(line.substr(first, last - first + 1));
+    if (!spec.ok()) {
+      std::cerr << "serve: --add-scram-file " << path << " line " << number << ": " << spec.error().message << "\n";
+      return false;
+    }
+    out.push_back(std::move(spec).value());
+  }
+  return true;
+}
+
 std::optional<serve_args> parse(int argc, char** argv) {
   serve_args out;
   for (int i = 1; i < argc; ++i) {
@@ -713,6 +752,9 @@ std::optional<serve_args> parse(int argc, char** argv) {
       auto v = value("--set");
       if (!v) return std::nullopt;
       out.sets.push_back(*v);
+    } else if (a.rfind("--add-scram-file", 0) == 0) {
+      auto v = value("--add-scram-file");
+      if (!v || !read_add_scram_file(*v, out.add_scram)) return std::nullopt;
     } else if (a.rfind("--add-scram", 0) == 0) {
       auto v = value("--add-scram");
       if (!v) return std::nullopt;
