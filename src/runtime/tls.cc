@@ -247,16 +247,32 @@ base::result<std::shared_ptr<SSL_CTX>, std::string> make_tls_context(const tls_s
   return ctx;
 }
 
-std::optional<std::string> peer_subject(SSL* ssl) {
-  X509* cert = SSL_get1_peer_certificate(ssl);
-  if (cert == nullptr) return std::nullopt;
+namespace {
+
+/// `cert`'s subject in RFC 2253 form: most specific RDN first, "," without blanks, as Java's
+/// X500Principal.getName().
+std::string subject_text(X509* cert) {
   bio_ptr bio(BIO_new(BIO_s_mem()), &BIO_free);
-  // RFC 2253: most specific RDN first, "," without blanks, as Java's X500Principal.getName().
   X509_NAME_print_ex(bio.get(), X509_get_subject_name(cert), 0, XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB);
-  X509_free(cert);
   char* data = nullptr;
   const long n = BIO_get_mem_data(bio.get(), &data);
   return std::string(data, static_cast<size_t>(n));
+}
+
+}  // namespace
+
+std::optional<std::string> peer_subject(SSL* ssl) {
+  X509* cert = SSL_get1_peer_certificate(ssl);
+  if (cert == nullptr) return std::nullopt;
+  std::string out = subject_text(cert);
+  X509_free(cert);
+  return out;
+}
+
+std::optional<std::string> own_subject(SSL* ssl) {
+  X509* cert = ssl == nullptr ? nullptr : SSL_get_certificate(ssl);   // not counted: owned by `ssl`
+  if (cert == nullptr) return std::nullopt;
+  return subject_text(cert);
 }
 
 base::result<std::shared_ptr<reloading_tls_context>, std::string> reloading_tls_context::create(tls_settings settings,
