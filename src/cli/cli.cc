@@ -2158,6 +2158,10 @@ int users_main(int argc, char** argv) {
     return 2;
   }
   const std::string command = a->positional[0];
+  if (command == "describe") {   // kafka-configs.sh --describe --entity-type users (a new user typed it)
+    std::cerr << "users describe is `ringlog users list` here (each user with its mechanisms and iterations)\n";
+    return 2;
+  }
   if (command != "list" && command != "create" && command != "delete") {
     std::cerr << "unknown users command \"" << command << "\"\n" << users_usage;
     return 2;
@@ -2443,6 +2447,16 @@ int acls_list(http_client& client, const std::string& path, const args& a, const
 }  // namespace
 
 int acls_main(int argc, char** argv) {
+  // kafka-acls.sh's actions are flags; here they are commands (a new user typed --add).
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    const char* command = arg == "--add" ? "create" : arg == "--list" ? "list" : arg == "--remove" ? "delete" : nullptr;
+    if (command != nullptr) {
+      std::cerr << "kafka-acls.sh's " << arg << " is `ringlog acls " << command
+                << "` here (the other options are kafka-acls.sh's)\n";
+      return 2;
+    }
+  }
   auto a = parse_args(argc, argv, 1,
                       {"--bootstrap-server", "--allow-principal", "--deny-principal", "--allow-host", "--deny-host",
                        "--principal", "--operation", "--topic", "--group", "--transactional-id", "--resource-pattern-type"},
