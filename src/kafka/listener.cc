@@ -24,6 +24,7 @@
 #include "ringlog/runtime/acceptor.h"
 #include "ringlog/runtime/frame_read.h"
 #include "ringlog/runtime/asio_context.h"
+#include "ringlog/runtime/log_rate_limit.h"
 #include "ringlog/runtime/tls_socket.h"
 #include "ringlog/security/audit.h"
 #include "ringlog/base/logfmt.h"
@@ -73,6 +74,8 @@ struct listener::impl : std::enable_shared_from_this<listener::impl> {
   std::vector<shard_connections> shards;
   std::atomic<uint16_t> bound_port{0};
   std::atomic<bool> stopped{false};
+  /// Failed TLS handshakes are logged at most once per interval (a scanner would flood the log).
+  runtime::log_rate_limit handshake_failures{runtime::constants::tls_handshake_warning_interval_ms};
 
   void adopt(size_t shard, runtime::shard_socket socket, runtime::connection_slot slot);
 };
@@ -581,7 +584,7 @@ struct connection : std::enable_shared_from_this<connection> {
     stream.use_tls(o->options.tls->current());
     stream.async_handshake(asio::ssl::stream_base::server, [self = shared_from_this()](boost::system::error_code ec) {
       if (self->closed) return;
-      if (ec) return self->close("TLS handshake failed: " + runtime::tls_failure_reason(ec));
+      if (ec) return self->close_failed_handshake(runtime::tls_failure_reason(ec));
       if (auto subject = runtime::peer_subject(self->stream.native_tls())) {
         auto o2 = self->owner.lock();
         auto mapped = o2 && o2->options.principal_mapper ? o2->options.principal_mapper->map(*subject)
@@ -657,6 +660,14 @@ struct connection : std::enable_shared_from_this<connection> {
   }
 
   /// Closes the socket; `reason` empty = the client hung up (not worth a warning).
+  /// A failed TLS handshake: closed, with a warning at most once per interval per listener.
+  void close_failed_handshake(const std::string& why) {
+    uint64_t suppressed = 0;
+    auto o = owner.lock();
+    if (o && !o->handshake_failures.admit(why, suppressed)) return close("");
+    close("TLS handshake failed: " + why + runtime::handshakes_not_logged(suppressed));
+  }
+
   void close(const std::string& reason) {
     if (closed) return;
     closed = true;

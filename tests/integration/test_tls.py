@@ -400,3 +400,42 @@ def test_a_tls_client_that_closes_without_close_notify_is_not_a_warning(tls_brok
         socket.socket(fileno=raw_fd).close()
     still_serves(tls_broker, certs)   # the closes above were read on the same listener before this
     assert "stream truncated" not in log_text(tls_broker)[before:], log_text(tls_broker)[before:][-2000:]
+
+
+def test_failed_handshakes_are_logged_once_per_interval_with_the_count(ringlog_bin, certs, tmp_path):
+    """The new user's find: each failed TLS handshake logged a warning, so a port scanner flooded
+    the log. Now one line per listener per 10 s, the next one saying how many were left out."""
+    http, ssl_port = free_port(), free_port()
+    b = Broker(tmp_path / "data", port=http, extra_sets=[
+        f"listeners=http://127.0.0.1:{http},SSL://127.0.0.1:{ssl_port}", f"ssl.keystore.location={certs.broker_pem}"])
+    b.start()
+
+    def fail_one_handshake():
+        with socket.create_connection(("127.0.0.1", ssl_port), timeout=5) as s:
+            s.sendall(b"GET / HTTP/1.0\r\n\r\n")   # plaintext where a ClientHello should be
+            s.settimeout(5)
+            try:
+                while s.recv(4096):
+                    pass
+            except ConnectionResetError:
+                pass
+
+    def failure_lines():
+        return [l for l in log_text(b).splitlines() if "TLS handshake failed" in l]
+
+    try:
+        for _ in range(30):
+            fail_one_handshake()
+        wait_until(failure_lines, 10, "the first failed-handshake line")
+        assert len(failure_lines()) == 1, failure_lines()
+
+        def summarised():
+            fail_one_handshake()
+            return next((l for l in failure_lines() if "more failed TLS handshakes on this listener not logged" in l),
+                        None)
+
+        line = wait_until(summarised, 20, "the next line, with the count left out")
+        assert "listener=SSL" in line, line
+        assert int(line.split(" (")[-1].split(" more")[0]) >= 29, line
+    finally:
+        assert b.stop() == 0
