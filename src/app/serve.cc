@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 // `ringlog serve`: start order shards -> broker -> HTTP; stop order HTTP (drain) -> broker
 // (flush, clean-shutdown marker) -> shards. SIGTERM/SIGINT trigger the stop; exit code 0.
@@ -106,7 +107,8 @@ size_t help_area_of(std::string_view key) {
 
 void print_usage(std::ostream& out) {
   out << "usage: ringlog serve [--config FILE] [--set KEY=VALUE]... [--io-backend=uring|posix|auto]\n"
-         "                     [--add-scram 'SCRAM-SHA-512=[name=NAME,password=PASSWORD]']...\n\n"
+         "                     [--add-scram 'SCRAM-SHA-512=[name=NAME,password=PASSWORD]']...\n"
+         "                     [--add-scram-file FILE]...\n\n"
          "Runs the broker: HTTP/REST and Kafka clients on listeners (default http://127.0.0.1:8082 and\n"
          "kafka://127.0.0.1:9092), data in log.dirs. listeners without http:// or https:// (e.g.\n"
          "listeners=kafka://127.0.0.1:9092) is a Kafka-only broker: no REST, WebSocket, console or /metrics.\n"
@@ -144,7 +146,10 @@ void print_usage(std::ostream& out) {
          "user with --add-scram 'SCRAM-SHA-512=[name=admin,password=admin-secret]' (Kafka's kafka-storage\n"
          "--add-scram syntax; also iterations=N (4096..16384), salt=BASE64, saltedpassword=BASE64; may repeat).\n"
          "A user is added only when the cluster has no credential of that user and mechanism, so the flag\n"
-         "is safe on every start. More users: `ringlog users create`.\n\n"
+         "is needed at the first start only (later starts log \"the user exists, left unchanged\"). A password\n"
+         "on the command line shows in `ps` for the life of the broker: --add-scram-file FILE reads the same\n"
+         "entries from FILE instead, one a line (# comments and blank lines skipped); FILE must not be\n"
+         "readable by group or others (chmod 600 FILE). More users: `ringlog users create`.\n\n"
          "Keys (default, meaning), by area:\n";
   const auto keys = config::describe_keys();
   const auto& areas = help_areas();
@@ -629,7 +634,7 @@ struct serve_args {
   std::optional<std::string> config_file;
   std::vector<std::string> sets;
   std::optional<std::string> io_backend;
-  std::vector<security::scram_user_spec> add_scram;   // --add-scram, in order
+  std::vector<security::scram_user_spec> add_scram;   // --add-scram and --add-scram-file, in order
   bool help = false;
 };
 
@@ -694,6 +699,41 @@ bool add_scram_users(broker::broker& broker, const std::vector<security::scram_u
   return true;
 }
 
+/// --add-scram-file PATH: the --add-scram entries of PATH, one a line (blank lines and lines
+/// starting with # skipped), appended to `out`. Refused, with a line on stderr naming the file,
+/// when PATH cannot be read, is readable or writable by group or others (it holds passwords; as
+/// ssh refuses an open private key), or has a bad entry (named by its line number).
+bool read_add_scram_file(const std::string& path, std::vector<security::scram_user_spec>& out) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    std::cerr << "serve: --add-scram-file " << path << ": " << std::strerror(errno) << "\n";
+    return false;
+  }
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    std::cerr << "serve: --add-scram-file " << path << " holds passwords but is open to group or others (mode "
+              << std::oct << (st.st_mode & 07777) << std::dec << "): chmod 600 " << path << "\n";
+    return false;
+  }
+  std::ifstream in(path);
+  if (!in) {
+    std::cerr << "serve: --add-scram-file " << path << ": " << std::strerror(errno) << "\n";
+    return false;
+  }
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    const auto last = line.find_last_not_of(" \t\r");
+    auto spec = security::parse_add_scram(line.substr(first, last - first + 1));
+    if (!spec.ok()) {
+      std::cerr << "serve: --add-scram-file " << path << " line " << number << ": " << spec.error().message << "\n";
+      return false;
+    }
+    out.push_back(std::move(spec).value());
+  }
+  return true;
+}
+
 std::optional<serve_args> parse(int argc, char** argv) {
   serve_args out;
   for (int i = 1; i < argc; ++i) {
@@ -712,6 +752,9 @@ std::optional<serve_args> parse(int argc, char** argv) {
       auto v = value("--set");
       if (!v) return std::nullopt;
       out.sets.push_back(*v);
+    } else if (a.rfind("--add-scram-file", 0) == 0) {
+      auto v = value("--add-scram-file");
+      if (!v || !read_add_scram_file(*v, out.add_scram)) return std::nullopt;
     } else if (a.rfind("--add-scram", 0) == 0) {
       auto v = value("--add-scram");
       if (!v) return std::nullopt;
@@ -980,10 +1023,44 @@ void set_http_listener(gateway::server_options& options, const config::server_co
   options.peer_tls_client = bound.peer_https_client;
 }
 
+/// One warning when `log_dir` already exists and its group or others may read or enter it: the
+/// directory holds the forwarding secret (in __cluster_metadata) and the SCRAM credentials.
+/// PostgreSQL refuses such a data directory; a warning is enough here, since serve's umask keeps
+/// everything it creates below owner-only (new directories 0700, files 0600).
+void warn_if_log_dir_open(const std::string& log_dir) {
+  struct stat st {};
+  if (::stat(log_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;   // created below, 0700
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) == 0) return;
+  spdlog::warn("msg=\"log.dirs is open to group or others (mode {:04o}): any local user may read the forwarding "
+               "secret in __cluster_metadata and the SCRAM credentials; restrict it with: chmod 700 {}\" "
+               "log.dirs=\"{}\"",
+               st.st_mode & 07777, base::logfmt_escaped(log_dir), base::logfmt_escaped(log_dir));
+}
+
+/// process.roles (KIP-631): broker,controller (combined mode, the default) is a voter of the
+/// metadata quorum and a broker; broker is a broker that follows the metadata log as a raft
+/// observer (KIP-595), so brokers join a running cluster without touching
+/// controller.quorum.voters; controller is a dedicated controller: a voter (and, when it leads,
+/// the active controller) that never registers as a broker, hosts no partitions and serves
+/// only metadata over HTTP (config validation refused a kafka:// listener for it). One line for
+/// the two single roles.
+void log_process_roles(const config::server_config& cfg) {
+  if (!cfg.process_role_controller) {
+    spdlog::info("msg=\"broker-only node: an observer of the metadata quorum, not a voter\" node.id={} "
+                 "controller.quorum.voters={}",
+                 cfg.node_id, cfg.controller_quorum_voters.size());
+  } else if (!cfg.process_role_broker) {
+    spdlog::info("msg=\"dedicated controller: a voter of the metadata quorum, never a broker (no partitions, no "
+                 "records)\" node.id={} controller.quorum.voters={}",
+                 cfg.node_id, cfg.controller_quorum_voters.size());
+  }
+}
+
 /// Creates `log_dir` if needed and takes an exclusive flock(2) on `log_dir/.lock`, kept open (and
 /// so held) for the life of the process; the kernel drops it when the process dies, SIGKILL
 /// included. False, after logging why, when another process holds it or the directory is unusable.
 bool lock_log_dir(const std::string& log_dir) {
+  warn_if_log_dir_open(log_dir);
   std::error_code ec;
   std::filesystem::create_directories(log_dir, ec);
   if (ec) {
@@ -991,7 +1068,7 @@ bool lock_log_dir(const std::string& log_dir) {
     return false;
   }
   const std::string path = log_dir + "/.lock";
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) {
     spdlog::error("msg=\"cannot open the log directory lock\" path=\"{}\" error=\"{}\"", path, std::strerror(errno));
     return false;
@@ -1055,6 +1132,10 @@ int serve_main(int argc, char** argv) {
     return 0;
   }
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z level=%l thread=%t %v");
+  // Owner-only from here on: log.dirs holds the forwarding secret (__cluster_metadata, which lets
+  // anyone who reads it sign forwarded calls) and the SCRAM credentials, so every directory serve
+  // creates is 0700 and every file 0600, whatever the caller's umask. Set before anything exists.
+  ::umask(0077);
 
   // Settings: defaults <- file <- --set, in that order.
   config::properties values;
@@ -1101,21 +1182,7 @@ int serve_main(int argc, char** argv) {
     spdlog::error("msg=\"bad config\" error=\"{}\"", base::logfmt_escaped(auth.error()));
     return 2;
   }
-  // process.roles (KIP-631): broker,controller (combined mode, the default) is a voter of the
-  // metadata quorum and a broker; broker is a broker that follows the metadata log as a raft
-  // observer (KIP-595), so brokers join a running cluster without touching
-  // controller.quorum.voters; controller is a dedicated controller: a voter (and, when it leads,
-  // the active controller) that never registers as a broker, hosts no partitions and serves
-  // only metadata over HTTP (config validation refused a kafka:// listener for it).
-  if (!cfg.process_role_controller) {
-    spdlog::info("msg=\"broker-only node: an observer of the metadata quorum, not a voter\" node.id={} "
-                 "controller.quorum.voters={}",
-                 cfg.node_id, cfg.controller_quorum_voters.size());
-  } else if (!cfg.process_role_broker) {
-    spdlog::info("msg=\"dedicated controller: a voter of the metadata quorum, never a broker (no partitions, no "
-                 "records)\" node.id={} controller.quorum.voters={}",
-                 cfg.node_id, cfg.controller_quorum_voters.size());
-  }
+  log_process_roles(cfg);
 
   keep_large_buffers_mapped();
   // Signals go to sigwait below, never to a shard thread: block them before threads start.

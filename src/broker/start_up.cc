@@ -226,7 +226,9 @@ void broker_parts::catch_up_with_metadata(int64_t deadline_ms, std::function<voi
                                  " caught up with the metadata quorum's leader " + std::to_string(d.leader_id) +
                                  " (high watermark " + std::to_string(d.high_watermark) + "): meta.properties written (cluster.id=" +
                                  config_.cluster_id + ", node.id=" + std::to_string(config_.node_id) +
-                                 "); it votes and stands for election like any voter from now on");
+                                 (d.observer ? "); it follows the metadata log as an observer (process.roles=broker: "
+                                               "it never votes or stands for election)"
+                                             : "); it votes and stands for election like any voter from now on"));
     }
     // Entries applied so far are queued for publication: done once they are published.
     const int64_t offset = publisher_.controller_view()->image->offset();

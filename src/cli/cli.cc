@@ -2158,6 +2158,10 @@ int users_main(int argc, char** argv) {
     return 2;
   }
   const std::string command = a->positional[0];
+  if (command == "describe") {   // kafka-configs.sh --describe --entity-type users (a new user typed it)
+    std::cerr << "users describe is `ringlog users list` here (each user with its mechanisms and iterations)\n";
+    return 2;
+  }
   if (command != "list" && command != "create" && command != "delete") {
     std::cerr << "unknown users command \"" << command << "\"\n" << users_usage;
     return 2;
@@ -2241,7 +2245,8 @@ Options:
   --idempotent             with --producer: IDEMPOTENT_WRITE on the cluster too
   --resource-pattern-type T  literal (default for create, delete), prefixed (the name is a prefix),
                            match (list, delete: every ACL that applies to the name), any (list
-                           default: literal and prefixed)
+                           default: literal and prefixed); the cluster (--cluster, --idempotent)
+                           is always literal under literal or prefixed, as kafka-acls.sh
   --force                  accepted for kafka-acls.sh's sake and does nothing: delete never asks
                            for confirmation (it prints what it deleted)
 )") + connection_options_help + R"(
@@ -2268,6 +2273,15 @@ struct acl_resource {
   std::string type;   // TOPIC, GROUP, TRANSACTIONAL_ID, CLUSTER
   std::string name;
 };
+
+/// The pattern type of `pattern` for resource `r`: the cluster has one name, kafka-cluster, so
+/// kafka-acls.sh (AclCommand's ClusterResourceFilter) names it LITERAL whatever
+/// --resource-pattern-type says; a `--producer --idempotent --resource-pattern-type prefixed`
+/// grant is PREFIXED for its topics and LITERAL for the cluster, and `delete --cluster` finds it.
+/// ANY and MATCH filters already take the literal ACL and are kept.
+std::string acl_pattern_for(const acl_resource& r, const std::string& pattern) {
+  return r.type == "CLUSTER" && pattern == "PREFIXED" ? std::string("LITERAL") : pattern;
+}
 
 std::vector<acl_resource> acl_resources(const args& a) {
   std::vector<acl_resource> out;
@@ -2360,7 +2374,7 @@ int acls_create(http_client& client, const std::string& path, const args& a, con
   json data = json::array();
   for (const auto& [r, op] : grants) {
     for (const auto& [principal, host, permission] : entries) {
-      data.push_back({{"resource_type", r.type}, {"resource_name", r.name}, {"pattern_type", pattern},
+      data.push_back({{"resource_type", r.type}, {"resource_name", r.name}, {"pattern_type", acl_pattern_for(r, pattern)},
                       {"principal", principal}, {"host", host}, {"operation", op}, {"permission", permission}});
     }
   }
@@ -2393,7 +2407,7 @@ int acls_delete(http_client& client, const std::string& path, const args& a, con
   for (const auto& [r, op] : grants) {
     for (const auto& [principal, host, permission] : entries) {
       std::vector<std::pair<std::string, std::string>> q = {{"resource_type", r.type}, {"resource_name", r.name},
-                                                            {"pattern_type", pattern},
+                                                            {"pattern_type", acl_pattern_for(r, pattern)},
                                                             {"operation", op},
                                                             {"permission", permission}};
       if (!principal.empty()) q.push_back({"principal", principal});
@@ -2415,7 +2429,8 @@ int acls_list(http_client& client, const std::string& path, const args& a, const
     std::cerr << "acls list takes at most one resource\n";
     return 2;
   }
-  std::vector<std::pair<std::string, std::string>> q = {{"pattern_type", pattern}};
+  std::vector<std::pair<std::string, std::string>> q = {
+      {"pattern_type", resources.empty() ? pattern : acl_pattern_for(resources[0], pattern)}};
   if (!resources.empty()) {
     q.push_back({"resource_type", resources[0].type});
     q.push_back({"resource_name", resources[0].name});
@@ -2432,6 +2447,16 @@ int acls_list(http_client& client, const std::string& path, const args& a, const
 }  // namespace
 
 int acls_main(int argc, char** argv) {
+  // kafka-acls.sh's actions are flags; here they are commands (a new user typed --add).
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    const char* command = arg == "--add" ? "create" : arg == "--list" ? "list" : arg == "--remove" ? "delete" : nullptr;
+    if (command != nullptr) {
+      std::cerr << "kafka-acls.sh's " << arg << " is `ringlog acls " << command
+                << "` here (the other options are kafka-acls.sh's)\n";
+      return 2;
+    }
+  }
   auto a = parse_args(argc, argv, 1,
                       {"--bootstrap-server", "--allow-principal", "--deny-principal", "--allow-host", "--deny-host",
                        "--principal", "--operation", "--topic", "--group", "--transactional-id", "--resource-pattern-type"},

@@ -1329,6 +1329,21 @@ std::string kafka_key_hint(const std::string& key) {
       {"transaction.state.log.replication.factor", "default.replication.factor (internal topics take the "
                                                    "automatic factor, min(3, brokers))"},
       {"delete.topic.enable", "nothing: topics can always be deleted (Kafka's default, true)"},
+      // Nodes talk to each other on one listener of their own, cluster:// (name CLUSTER), never on
+      // a client listener: Kafka's inter-broker and controller listener keys have no meaning here.
+      {"security.inter.broker.protocol", "listener.security.protocol.map=CLUSTER:SSL (nodes talk on the cluster:// "
+                                         "listener, PLAINTEXT or SSL = mutual TLS; docs/security.md)"},
+      {"inter.broker.listener.name", "a cluster://HOST:PORT listener in listeners (nodes talk on it and on no "
+                                     "other; its protocol: listener.security.protocol.map=CLUSTER:SSL)"},
+      {"controller.listener.names", "a cluster://HOST:PORT listener in listeners (the quorum and the brokers share "
+                                    "it) and controller.quorum.voters=ID@HOST:PORT,... naming each voter's"},
+      // KIP-651 PEM only: no store, so no store password.
+      {"ssl.keystore.password", "nothing: ssl.keystore.location is a PEM file (key, then chain), not a JKS or "
+                                "PKCS12 store; an encrypted key's passphrase is ssl.key.password"},
+      {"ssl.truststore.password", "nothing: ssl.truststore.location is a PEM file of CA certificates"},
+      {"ssl.endpoint.identification.algorithm", "nothing: ringlog's listeners check no host name of their "
+                                                "clients, and nodes check each other's certificate against "
+                                                "ssl.truststore.location without a host name (docs/security.md)"},
   };
   for (const auto& [kafka, instead] : hints) {
     if (key == kafka) return ": ringlog does not take Kafka's " + key + "; use " + std::string(instead);

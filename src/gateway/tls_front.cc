@@ -14,6 +14,7 @@
 
 #include "ringlog/base/logfmt.h"
 #include "ringlog/runtime/acceptor.h"
+#include "ringlog/runtime/log_rate_limit.h"
 #include "ringlog/runtime/tls_socket.h"
 
 namespace ringlog::gateway {
@@ -35,6 +36,8 @@ struct tls_front::impl : std::enable_shared_from_this<tls_front::impl> {
   std::shared_ptr<runtime::acceptor> acceptor;   // accepts on shard 0, round robin over shards
   std::vector<std::set<std::shared_ptr<tunnel>>> open;   // per shard, touched on that shard only
   std::atomic<bool> stopped{false};
+  /// Failed TLS handshakes are logged at most once per interval (a scanner would flood the log).
+  runtime::log_rate_limit handshake_failures{runtime::constants::tls_handshake_warning_interval_ms};
 
   void adopt(size_t shard, runtime::shard_socket socket, runtime::connection_slot slot);
 };
@@ -107,7 +110,13 @@ struct tunnel : std::enable_shared_from_this<tunnel> {
     client.async_handshake(asio::ssl::stream_base::server, [self = shared_from_this()](boost::system::error_code ec) {
       if (self->closed) return;
       self->handshake_deadline.cancel();
-      if (ec) return self->close("TLS handshake failed: " + runtime::tls_failure_reason(ec));
+      if (ec) {
+        uint64_t suppressed = 0;
+        const std::string why = runtime::tls_failure_reason(ec);
+        auto o = self->owner.lock();
+        if (o && !o->handshake_failures.admit(why, suppressed)) return self->close("");
+        return self->close("TLS handshake failed: " + why + runtime::handshakes_not_logged(suppressed));
+      }
       self->connect_inner();
     });
   }

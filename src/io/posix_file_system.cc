@@ -17,7 +17,8 @@
 namespace ringlog::io {
 namespace {
 
-/// Mode of newly created files and directories (before the umask).
+/// Mode of newly created files and directories (before the umask; `ringlog serve` sets 0077, so
+/// its log.dirs is owner-only: 0600 files, 0700 directories).
 constexpr mode_t file_create_mode = 0644;
 constexpr mode_t directory_create_mode = 0755;
 

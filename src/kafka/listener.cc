@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <functional>
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -24,6 +25,7 @@
 #include "ringlog/runtime/acceptor.h"
 #include "ringlog/runtime/frame_read.h"
 #include "ringlog/runtime/asio_context.h"
+#include "ringlog/runtime/log_rate_limit.h"
 #include "ringlog/runtime/tls_socket.h"
 #include "ringlog/security/audit.h"
 #include "ringlog/base/logfmt.h"
@@ -73,6 +75,8 @@ struct listener::impl : std::enable_shared_from_this<listener::impl> {
   std::vector<shard_connections> shards;
   std::atomic<uint16_t> bound_port{0};
   std::atomic<bool> stopped{false};
+  /// Failed TLS handshakes are logged at most once per interval (a scanner would flood the log).
+  runtime::log_rate_limit handshake_failures{runtime::constants::tls_handshake_warning_interval_ms};
 
   void adopt(size_t shard, runtime::shard_socket socket, runtime::connection_slot slot);
 };
@@ -123,6 +127,8 @@ struct connection : std::enable_shared_from_this<connection> {
   /// connection.authentication.timeout.ms: armed at start on a TLS or SASL listener, cancelled
   /// once the handshake (and on SASL listeners the login) is done.
   std::unique_ptr<shard_timer> login_deadline;
+  /// Set by close_with_notify (listener::stop): close() sends TLS's close_notify, then runs it.
+  std::function<void()> goodbye;
   /// The client's principal as far as the transport knows it: User:ANONYMOUS, or the mapped
   /// subject of its certificate (ssl.principal.mapping.rules) on a TLS listener that got one.
   security::kafka_principal principal;
@@ -581,7 +587,7 @@ struct connection : std::enable_shared_from_this<connection> {
     stream.use_tls(o->options.tls->current());
     stream.async_handshake(asio::ssl::stream_base::server, [self = shared_from_this()](boost::system::error_code ec) {
       if (self->closed) return;
-      if (ec) return self->close("TLS handshake failed: " + runtime::tls_failure_reason(ec));
+      if (ec) return self->close_failed_handshake(runtime::tls_failure_reason(ec));
       if (auto subject = runtime::peer_subject(self->stream.native_tls())) {
         auto o2 = self->owner.lock();
         auto mapped = o2 && o2->options.principal_mapper ? o2->options.principal_mapper->map(*subject)
@@ -657,6 +663,26 @@ struct connection : std::enable_shared_from_this<connection> {
   }
 
   /// Closes the socket; `reason` empty = the client hung up (not worth a warning).
+  /// A failed TLS handshake: closed, with a warning at most once per interval per listener.
+  void close_failed_handshake(const std::string& why) {
+    uint64_t suppressed = 0;
+    auto o = owner.lock();
+    if (o && !o->handshake_failures.admit(why, suppressed)) return close("");
+    close("TLS handshake failed: " + why + runtime::handshakes_not_logged(suppressed));
+  }
+
+  /// Whether a controlled shutdown can say goodbye in TLS (close_with_notify): a TLS session is
+  /// up and no write is in flight (close_notify must not cut into an answer's records).
+  [[nodiscard]] bool tls_goodbye_possible() const { return !closed && stream_ready && stream.is_tls() && !writing; }
+
+  /// listener::stop's close of a TLS connection: as close(""), but TLS's close_notify goes out
+  /// first (bounded by constants::tls_close_notify_timeout_ms); `after` runs once the socket is
+  /// closed.
+  void close_with_notify(std::function<void()> after) {
+    goodbye = std::move(after);
+    close("");
+  }
+
   void close(const std::string& reason) {
     if (closed) return;
     closed = true;
@@ -675,8 +701,32 @@ struct connection : std::enable_shared_from_this<connection> {
                    peer, base::logfmt_escaped(gate ? gate->principal().to_string() : std::string("User:ANONYMOUS")),
                    base::logfmt_escaped(reason));
     }
-    stream.close();
+    if (goodbye) {
+      send_close_notify();
+    } else {
+      stream.close();
+    }
     if (auto o = owner.lock()) o->shards[shard].open.erase(shared_from_this());
+  }
+
+  /// The pending read is cancelled (its handler finds `closed` and does nothing), then, after it
+  /// has run, close_notify and the wait for the client's, cut short by the timer; then the close.
+  void send_close_notify() {
+    boost::system::error_code ignored;
+    stream.socket().cancel(ignored);
+    auto timer = std::make_shared<shard_timer>(stream.get_executor());
+    timer->expires_after(std::chrono::milliseconds(constants::tls_close_notify_timeout_ms));
+    timer->async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      boost::system::error_code ignored2;
+      if (!ec) self->stream.socket().cancel(ignored2);   // a client that never sends its close_notify
+    });
+    asio::post(stream.get_executor(), [self = shared_from_this(), timer] {
+      self->stream.async_shutdown([self, timer](boost::system::error_code) {
+        timer->cancel();
+        self->stream.close();
+        if (auto after = std::exchange(self->goodbye, nullptr)) after();
+      });
+    });
   }
 };
 
@@ -740,8 +790,21 @@ void listener::stop() {
     asio::post(runtime::io_context_of(impl_->rt, shard), [p = impl_, shard, &done] {
       if (shard == 0) p->acceptor->close();
       auto open = p->shards[shard].open;   // close() erases from the set
-      for (const auto& c : open) c->close("");
-      done[shard].set_value();
+      // TLS connections say goodbye with close_notify (bounded in time); the shard is done when
+      // the last of them has closed. `left` starts at 1 for this loop itself.
+      auto left = std::make_shared<size_t>(1);
+      auto one_closed = [left, finished = &done[shard]] {
+        if (--*left == 0) finished->set_value();
+      };
+      for (const auto& c : open) {
+        if (c->tls_goodbye_possible()) {
+          ++*left;
+          c->close_with_notify(one_closed);
+        } else {
+          c->close("");
+        }
+      }
+      one_closed();
     });
   }
   for (auto& d : done) d.get_future().wait();

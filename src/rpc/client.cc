@@ -21,6 +21,7 @@
 #include "ringlog/protocol/frame.h"
 #include "ringlog/rpc/constants.h"
 #include "ringlog/runtime/asio_context.h"
+#include "ringlog/runtime/tls.h"
 #include "ringlog/runtime/tls_socket.h"
 
 namespace ringlog::rpc {
@@ -67,10 +68,10 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
   std::string peer_name;          // "node 3" for log lines; may be empty
   /// Protocol-mismatch diagnosis (warn_mismatch): a response arrived on the current connection;
   /// connections in a row that ended before their first response (or their TLS handshake);
-  /// the causes already logged since the last response.
+  /// the causes already logged since the last response, with when each was last logged.
   bool answered = false;
   int silent_closes = 0;
-  std::set<std::string> causes_logged;
+  std::map<std::string, std::chrono::steady_clock::time_point> causes_logged;
   runtime::shard_socket socket;   // while connecting
   /// Once connected: the socket, with TLS over it when `tls` is set. Reads and writes go here.
   /// Shared with every operation in flight on it: a composed write or read that has more bytes
@@ -96,11 +97,15 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
   [[nodiscard]] std::string where() const { return host + ":" + std::to_string(port); }
   [[nodiscard]] std::string named() const { return (peer_name.empty() ? "" : peer_name + " at ") + where(); }
 
-  /// One warning per peer and cause until the peer answers again: what failed and its likely
-  /// cause. Without it a node whose cluster listener's protocol differs from its peers' logged
-  /// only "waiting for the metadata quorum"; the peers logged the TLS failure.
+  /// One warning per peer and cause, repeated at most every cause_repeat_ms while it lasts (a
+  /// node that waits for ever says why in its recent log too), until the peer answers again: what
+  /// failed and its likely cause. Without it a node whose cluster listener's protocol differs from
+  /// its peers' logged only "waiting for the metadata quorum"; the peers logged the TLS failure.
   void warn_mismatch(const std::string& cause, const std::string& what, const std::string& likely) {
-    if (!causes_logged.insert(cause).second) return;
+    const auto now = std::chrono::steady_clock::now();
+    auto [it, first] = causes_logged.try_emplace(cause, now);
+    if (!first && now - it->second < std::chrono::milliseconds(cause_repeat_ms)) return;
+    it->second = now;
     spdlog::warn("msg=\"cluster connection failed\" peer=\"{}\" error=\"{}\" likely_cause=\"{}\"", named(), what,
                  likely);
   }
@@ -113,7 +118,7 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
   /// row, with the backoff between them, is a peer that will not speak our protocol, or (after a
   /// TLS handshake) one that refused this node: a secure cluster whose super.users missed the
   /// brokers' certificate logged only "waiting for the metadata quorum" here (session 32).
-  void note_silent_close(silent_close how, const std::string& detail) {
+  void note_silent_close(silent_close how, const std::string& detail, const std::string& own_subject = "") {
     if (++silent_closes < silent_closes_before_warning) return;
     const std::string in_a_row = detail + ", " + std::to_string(silent_closes) + " connections in a row)";
     switch (how) {
@@ -122,7 +127,12 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
                              plaintext_peer_hint);
       case silent_close::tls_after_handshake:
         return warn_mismatch("tls-refused",
-                             "connection to " + named() + " closed after the TLS handshake, before answering (" + in_a_row,
+                             "connection to " + named() + " closed after the TLS handshake, before answering (" + in_a_row +
+                                 ": the peer refused this node" +
+                                 (own_subject.empty() ? std::string()
+                                                      : " (its certificate's subject is " + own_subject +
+                                                            ", principal User:" + own_subject +
+                                                            " unless ssl.principal.mapping.rules maps it)"),
                              refused_principal_hint);
       case silent_close::plaintext:
         return warn_mismatch("plaintext-closed",
@@ -132,10 +142,14 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
   }
 
   static constexpr int silent_closes_before_warning = 3;
+  /// A cause still true is logged again after a minute: often enough to be in the last screen of
+  /// a log someone reads, rare enough not to flood it (the backoff retries every few seconds).
+  static constexpr int64_t cause_repeat_ms = 60'000;
   static constexpr const char* refused_principal_hint =
-      "the peer refused this node's certificate principal: every broker's principal (e.g. User:CN=broker) must be in "
-      "super.users or allowed CLUSTER_ACTION on the cluster; the peer logs \"cluster connection refused\" with the "
-      "subject (docs/security.md)";
+      "the peer refused this node's certificate principal (CLUSTER_AUTHORIZATION_FAILED): every node's principal "
+      "(e.g. User:CN=broker) must be in super.users or allowed CLUSTER_ACTION on the cluster (ringlog acls create "
+      "--allow-principal User:... --operation ClusterAction --cluster); the peer logs \"cluster connection refused\" "
+      "with the subject and reason (docs/security.md)";
   static constexpr const char* tls_peer_hint =
       "does its cluster listener expect TLS? This node's is PLAINTEXT (its listener.security.protocol.map has no "
       "CLUSTER:SSL); every node's listener.security.protocol.map must give CLUSTER the same protocol (docs/security.md)";
@@ -379,6 +393,21 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
     });
   }
 
+  /// The peer closed the connection: EOF or a reset, a write into its closed socket, or (TLS) a
+  /// close without close_notify, as a cluster listener does when it refuses this node's
+  /// principal after the handshake.
+  static bool is_peer_close(const boost::system::error_code& ec) {
+    return ec == asio::error::eof || ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
+           ec == asio::ssl::error::stream_truncated;
+  }
+
+  /// A connection the peer closed before its first answer (note_silent_close), with this node's
+  /// certificate subject on TLS: the principal a refusing peer judged.
+  void note_close_before_answer(const boost::system::error_code& ec) {
+    note_silent_close(tls ? silent_close::tls_after_handshake : silent_close::plaintext, ec.message(),
+                      runtime::own_subject(stream->native_tls()).value_or(""));
+  }
+
   void write_next() {
     if (writing || unsent.empty() || st != state::connected) return;
     writing = true;
@@ -388,6 +417,9 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
                         if (self->generation != gen) return;
                         self->writing = false;
                         if (ec) {
+                          // A peer that closed before answering may fail our write first (EPIPE
+                          // after its RST) rather than our read: the same diagnosis.
+                          if (!self->answered && self->is_peer_close(ec)) self->note_close_before_answer(ec);
                           self->on_broken(errc::disconnected, "write failed: " + ec.message());
                           return;
                         }
@@ -402,11 +434,7 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
                      [self = shared_from_this(), keep = stream, gen](boost::system::error_code ec, size_t) {
                        if (self->generation != gen) return;
                        if (ec) {
-                         const bool eof = ec == asio::error::eof || ec == asio::error::connection_reset;
-                         if (eof && !self->answered) {
-                           self->note_silent_close(self->tls ? silent_close::tls_after_handshake : silent_close::plaintext,
-                                                   ec.message());
-                         }
+                         if (!self->answered && self->is_peer_close(ec)) self->note_close_before_answer(ec);
                          self->on_broken(errc::disconnected, ec == asio::error::eof ? "closed by peer" : ec.message());
                          return;
                        }

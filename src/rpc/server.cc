@@ -20,6 +20,7 @@
 #include "ringlog/runtime/acceptor.h"
 #include "ringlog/runtime/frame_read.h"
 #include "ringlog/runtime/asio_context.h"
+#include "ringlog/runtime/log_rate_limit.h"
 #include "ringlog/runtime/tls_socket.h"
 
 namespace ringlog::rpc {
@@ -104,6 +105,8 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   std::map<std::string, std::pair<int64_t, uint64_t>> refusals;
   /// Whether a refusal for `reason` is logged now; `suppressed` gets the refusals not logged since.
   bool log_refusal_now(const std::string& reason, uint64_t& suppressed);
+  /// Failed TLS handshakes are logged at most once per interval (a scanner would flood the log).
+  runtime::log_rate_limit handshake_failures{runtime::constants::tls_handshake_warning_interval_ms};
   std::atomic<uint16_t> bound_port{0};
   bool stopped = false;
 
@@ -361,7 +364,12 @@ struct connection : std::enable_shared_from_this<connection> {
     socket.async_handshake(asio::ssl::stream_base::server, [self = shared_from_this()](boost::system::error_code ec) {
       if (self->closed) return;
       if (ec) {
-        return self->close("TLS handshake failed on the cluster listener (CLUSTER): " + runtime::tls_failure_reason(ec));
+        uint64_t suppressed = 0;
+        const std::string why = runtime::tls_failure_reason(ec);
+        auto o = self->owner.lock();
+        if (o && !o->handshake_failures.admit(why, suppressed)) return self->close("");
+        return self->close("TLS handshake failed on the cluster listener (CLUSTER): " + why +
+                           runtime::handshakes_not_logged(suppressed));
       }
       self->handshake_done = true;
       if (!self->peer_admitted()) return;

@@ -39,6 +39,15 @@ base::result<void, std::string> read_pem_file(const std::string& key, const std:
   return base::ok_v;
 }
 
+/// For a keystore or truststore file that is not PEM text at all: what it likely is and how to
+/// convert it (a Kafka user's JKS or PKCS12 file, pasted with its ssl.*.location). Empty for PEM.
+std::string not_pem_hint(const std::string& pem) {
+  if (pem.find("-----BEGIN") != std::string::npos) return {};
+  return "; the file is not PEM text (a JKS or PKCS12 keystore?): ringlog reads PEM only (KIP-651), convert it with "
+         "`keytool -importkeystore -srckeystore FILE.jks -destkeystore FILE.p12 -deststoretype PKCS12` and "
+         "`openssl pkcs12 -in FILE.p12 -nodes -out FILE.pem` (docs/security.md)";
+}
+
 /// The private key of `pem` (any of the PEM key forms; encrypted ones with `password`).
 base::result<EVP_PKEY*, std::string> load_private_key(const std::string& pem, const tls_settings& s,
                                                       const std::string& where) {
@@ -59,7 +68,7 @@ base::result<EVP_PKEY*, std::string> load_private_key(const std::string& pem, co
   if (encrypted || ERR_GET_REASON(e) == EVP_R_BAD_DECRYPT || ERR_GET_REASON(e) == PEM_R_BAD_DECRYPT) {
     return s.key_prefix + "key.password: cannot decrypt the private key of " + where + " (wrong password?): " + detail;
   }
-  return where + ": no PEM private key found (" + detail + ")";
+  return where + ": no PEM private key found (" + detail + ")" + not_pem_hint(pem);
 }
 
 /// Every certificate of `pem`, in order; errors when there is none.
@@ -68,7 +77,7 @@ base::result<std::vector<X509*>, std::string> load_certificates(const std::strin
   std::vector<X509*> out;
   while (X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) out.push_back(cert);
   ERR_clear_error();   // the read past the last certificate queues "no start line"
-  if (out.empty()) return where + ": no PEM certificate found";
+  if (out.empty()) return where + ": no PEM certificate found" + not_pem_hint(pem);
   return out;
 }
 
@@ -247,16 +256,32 @@ base::result<std::shared_ptr<SSL_CTX>, std::string> make_tls_context(const tls_s
   return ctx;
 }
 
-std::optional<std::string> peer_subject(SSL* ssl) {
-  X509* cert = SSL_get1_peer_certificate(ssl);
-  if (cert == nullptr) return std::nullopt;
+namespace {
+
+/// `cert`'s subject in RFC 2253 form: most specific RDN first, "," without blanks, as Java's
+/// X500Principal.getName().
+std::string subject_text(X509* cert) {
   bio_ptr bio(BIO_new(BIO_s_mem()), &BIO_free);
-  // RFC 2253: most specific RDN first, "," without blanks, as Java's X500Principal.getName().
   X509_NAME_print_ex(bio.get(), X509_get_subject_name(cert), 0, XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB);
-  X509_free(cert);
   char* data = nullptr;
   const long n = BIO_get_mem_data(bio.get(), &data);
   return std::string(data, static_cast<size_t>(n));
+}
+
+}  // namespace
+
+std::optional<std::string> peer_subject(SSL* ssl) {
+  X509* cert = SSL_get1_peer_certificate(ssl);
+  if (cert == nullptr) return std::nullopt;
+  std::string out = subject_text(cert);
+  X509_free(cert);
+  return out;
+}
+
+std::optional<std::string> own_subject(SSL* ssl) {
+  X509* cert = ssl == nullptr ? nullptr : SSL_get_certificate(ssl);   // not counted: owned by `ssl`
+  if (cert == nullptr) return std::nullopt;
+  return subject_text(cert);
 }
 
 base::result<std::shared_ptr<reloading_tls_context>, std::string> reloading_tls_context::create(tls_settings settings,

@@ -408,6 +408,34 @@ def test_the_acls_cli_creates_lists_and_deletes_with_kafka_acls_words(secured, r
     revoke(b, "User:bob")
 
 
+def test_the_acls_cli_names_the_cluster_literally_under_a_prefixed_pattern(secured, ringlog_bin):
+    """The new user's find: `--producer --idempotent --resource-pattern-type prefixed` stored
+    IDEMPOTENT_WRITE on CLUSTER kafka-cluster as PREFIXED, and `delete --cluster` then found
+    nothing. kafka-acls.sh names the cluster LITERAL whatever the pattern type (AclCommand)."""
+    b = secured
+
+    def cli(*args):
+        env = dict(os.environ, RINGLOG_USER=ADMIN[0], RINGLOG_PASSWORD=ADMIN[1])
+        return subprocess.run([str(ringlog_bin), "acls", *args, "--bootstrap-server", b.url], env=env,
+                              capture_output=True, text=True, timeout=30)
+
+    out = cli("create", "--allow-principal", "User:p2", "--producer", "--topic", "logs-",
+              "--resource-pattern-type", "prefixed", "--idempotent")
+    assert out.returncode == 0 and "Created 4 ACLs" in out.stdout, out
+    rows = sorted(tuple(line.split("\t")[2:7]) for line in cli("list", "--principal", "User:p2").stdout.splitlines()[1:])
+    assert rows == [("CREATE", "ALLOW", "TOPIC", "logs-", "PREFIXED"), ("DESCRIBE", "ALLOW", "TOPIC", "logs-", "PREFIXED"),
+                    ("IDEMPOTENT_WRITE", "ALLOW", "CLUSTER", "kafka-cluster", "LITERAL"),
+                    ("WRITE", "ALLOW", "TOPIC", "logs-", "PREFIXED")], rows
+    listed = cli("list", "--cluster", "--resource-pattern-type", "prefixed")
+    assert "IDEMPOTENT_WRITE" in listed.stdout, listed
+    out = cli("delete", "--allow-principal", "User:p2", "--operation", "IdempotentWrite", "--cluster")
+    assert out.returncode == 0 and "Deleted 1 ACL" in out.stdout, out
+    out = cli("delete", "--allow-principal", "User:p2", "--producer", "--topic", "logs-", "--resource-pattern-type",
+              "prefixed")
+    assert out.returncode == 0 and "Deleted 3 ACLs" in out.stdout, out
+    revoke(b, "User:p2")
+
+
 def test_a_produce_auto_creates_a_topic_only_with_create(secured):
     """The new user's find: WRITE on a prefix let REST v2, v3 and WebSocket produces create topics
     (Kafka asks CREATE on the cluster or the topic for auto-creation; kcat was refused)."""

@@ -50,6 +50,13 @@ def test_a_broker_only_node_joins_a_running_cluster_takes_replicas_and_survives_
         wait_until(lambda: 4 in [o["replica_id"] for o in leader_node.quorum()["observers"]], FAILOVER_DEADLINE_S,
                    "the quorum leader to list node 4 as an observer")
         assert not c.node(1).quorum()["is_observer"]
+        # Its meta.properties line says what it is: an observer, never a voter (it said "it votes
+        # and stands for election like any voter from now on").
+        written = wait_until(lambda: next((l for l in extra.log_path.read_text().splitlines()
+                                           if "meta.properties written" in l), None), 20, "node 4's meta.properties line")
+        assert "never votes or stands for election" in written and "like any voter" not in written, written
+        voter_line = next(l for l in c.node(1).log_path.read_text().splitlines() if "meta.properties written" in l)
+        assert "stands for election like any voter" in voter_line, voter_line
 
         # It registered: every node lists it, unfenced.
         for n in [*c.nodes, extra]:

@@ -36,6 +36,45 @@ def test_kafka_keys_under_another_name_are_refused_with_the_key_to_use(ringlog_b
             p.stdout + p.stderr
 
 
+def test_pasted_kafka_security_keys_are_refused_with_ringlogs_way(ringlog_bin, tmp_path):
+    """A new user pasted Kafka's inter-broker, controller-listener and JKS keys into a secured
+    node's file and got only "unknown config key"."""
+    for setting, hint in [("security.inter.broker.protocol=SSL", "listener.security.protocol.map=CLUSTER:SSL"),
+                          ("inter.broker.listener.name=INTERNAL", "a cluster://HOST:PORT listener"),
+                          ("controller.listener.names=CONTROLLER", "controller.quorum.voters="),
+                          ("ssl.keystore.password=changeit", "ssl.key.password"),
+                          ("ssl.truststore.password=changeit", "PEM file of CA certificates"),
+                          ("ssl.endpoint.identification.algorithm=", "without a host name")]:
+        p = subprocess.run([str(ringlog_bin), "serve", "--set", f"log.dirs={tmp_path}/d", "--set", setting],
+                           capture_output=True, text=True, timeout=30)
+        out = p.stdout + p.stderr
+        assert p.returncode == 2, setting
+        assert "does not take Kafka's " + setting.split("=")[0] in out and hint in out, out
+    # A JKS keystore under ssl.keystore.location / ssl.truststore.location: not PEM, and how to convert it.
+    jks = tmp_path / "broker.jks"
+    jks.write_bytes(bytes.fromhex("feedfeed00000002") + b"\x00" * 64)
+    from tls_certs import Material
+    certs = Material(tmp_path / "certs")
+    for key, other in [("ssl.keystore.location", f"ssl.truststore.location={certs.ca_file}"),
+                       ("ssl.truststore.location", f"ssl.keystore.location={certs.broker_pem}")]:
+        p = subprocess.run([str(ringlog_bin), "serve", "--set", f"log.dirs={tmp_path}/d", "--set",
+                            f"listeners=http://127.0.0.1:{free_port()},SSL://127.0.0.1:{free_port()}",
+                            "--set", "ssl.client.auth=required", "--set", other, "--set", f"{key}={jks}"],
+                           capture_output=True, text=True, timeout=30)
+        out = p.stdout + p.stderr
+        assert p.returncode == 2 and "not PEM text (a JKS or PKCS12 keystore?)" in out and "keytool -importkeystore" in out, out
+
+
+def test_kafka_style_cli_flags_name_the_command(ringlog_bin):
+    """`ringlog acls --add ...` answered "unknown option --add"; `users describe` "unknown command"."""
+    for flag, command in [("--add", "acls create"), ("--list", "acls list"), ("--remove", "acls delete")]:
+        p = subprocess.run([str(ringlog_bin), "acls", flag, "--allow-principal", "User:p", "--topic", "t"],
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2 and f"kafka-acls.sh's {flag} is `ringlog {command}`" in p.stderr, p.stderr
+    p = subprocess.run([str(ringlog_bin), "users", "describe"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and "`ringlog users list`" in p.stderr, p.stderr
+
+
 def test_config_file_and_help(ringlog_bin, tmp_path):
     port = free_port()
     conf = tmp_path / "ringlog.properties"

@@ -724,3 +724,37 @@ def test_a_frame_over_the_pre_login_bound_names_sasl_server_max_receive_size(sas
             pass
     wait_until(lambda: "frame size 1048576 outside 1..524288 (sasl.server.max.receive.size" in
                sasl_broker.log_path.read_text(), 10, "the close line naming sasl.server.max.receive.size")
+
+
+# ---- --add-scram-file: the first admin's password kept off the command line (and out of `ps`)
+
+def test_add_scram_file_adds_users_without_a_password_on_the_command_line(ringlog_bin, tmp_path):
+    entries = tmp_path / "first-users"
+    entries.write_text(f"# the first admin\n\nSCRAM-SHA-512=[name={ADMIN[0]},password={ADMIN[1]}]\n"
+                       f"  SCRAM-SHA-256=[name={ALICE[0]},password={ALICE[1]},iterations=8192]  \n")
+    entries.chmod(0o600)
+    b = SaslBroker(tmp_path / "data")
+    b.extra_args = ["--add-scram-file", str(entries)]
+    b.start()
+    try:
+        assert ADMIN[1] not in " ".join(b.proc.args)
+        wait_until(lambda: b.log_path.read_text().count("--add-scram: user added") == 2, 30, "both users added")
+        users = requests.get(b.v3("/users"), timeout=10).json()
+        assert {u["user_name"] for u in users["data"]} >= {ADMIN[0], ALICE[0]}, users
+    finally:
+        assert b.stop() == 0
+
+
+def test_add_scram_file_open_to_others_is_refused_naming_it(ringlog_bin, tmp_path):
+    entries = tmp_path / "first-users"
+    entries.write_text(f"SCRAM-SHA-512=[name={ADMIN[0]},password={ADMIN[1]}]\n")
+    entries.chmod(0o644)
+    out = subprocess.run([str(ringlog_bin), "serve", "--set", f"log.dirs={tmp_path / 'data'}",
+                          "--add-scram-file", str(entries)], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2 and str(entries) in out.stderr and "chmod 600" in out.stderr, out
+    assert not (tmp_path / "data").exists()
+    entries.chmod(0o600)
+    entries.write_text("SCRAM-SHA-512=[name=admin]\n")
+    out = subprocess.run([str(ringlog_bin), "serve", "--set", f"log.dirs={tmp_path / 'data'}",
+                          "--add-scram-file", str(entries)], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2 and f"{entries} line 1" in out.stderr, out

@@ -11,6 +11,7 @@ import random
 import signal
 import socket
 import ssl
+import struct
 import subprocess
 import time
 
@@ -400,3 +401,79 @@ def test_a_tls_client_that_closes_without_close_notify_is_not_a_warning(tls_brok
         socket.socket(fileno=raw_fd).close()
     still_serves(tls_broker, certs)   # the closes above were read on the same listener before this
     assert "stream truncated" not in log_text(tls_broker)[before:], log_text(tls_broker)[before:][-2000:]
+
+
+def test_failed_handshakes_are_logged_once_per_interval_with_the_count(ringlog_bin, certs, tmp_path):
+    """The new user's find: each failed TLS handshake logged a warning, so a port scanner flooded
+    the log. Now one line per listener per 10 s, the next one saying how many were left out."""
+    http, ssl_port = free_port(), free_port()
+    b = Broker(tmp_path / "data", port=http, extra_sets=[
+        f"listeners=http://127.0.0.1:{http},SSL://127.0.0.1:{ssl_port}", f"ssl.keystore.location={certs.broker_pem}"])
+    b.start()
+
+    def fail_one_handshake():
+        with socket.create_connection(("127.0.0.1", ssl_port), timeout=5) as s:
+            s.sendall(b"GET / HTTP/1.0\r\n\r\n")   # plaintext where a ClientHello should be
+            s.settimeout(5)
+            try:
+                while s.recv(4096):
+                    pass
+            except ConnectionResetError:
+                pass
+
+    def failure_lines():
+        return [l for l in log_text(b).splitlines() if "TLS handshake failed" in l]
+
+    try:
+        for _ in range(30):
+            fail_one_handshake()
+        wait_until(failure_lines, 10, "the first failed-handshake line")
+        assert len(failure_lines()) == 1, failure_lines()
+
+        def summarised():
+            fail_one_handshake()
+            return next((l for l in failure_lines() if "more failed TLS handshakes on this listener not logged" in l),
+                        None)
+
+        line = wait_until(summarised, 20, "the next line, with the count left out")
+        assert "listener=SSL" in line, line
+        assert int(line.split(" (")[-1].split(" more")[0]) >= 29, line
+    finally:
+        assert b.stop() == 0
+
+
+def test_a_controlled_shutdown_ends_tls_connections_with_close_notify(ringlog_bin, certs, tmp_path):
+    """The new user's find: on SIGTERM TLS connections were cut without TLS's close_notify, and
+    librdkafka logged "unexpected eof while reading" as an error during a controlled shutdown."""
+    http, ssl_port = free_port(), free_port()
+    b = Broker(tmp_path / "data", port=http, extra_sets=[
+        f"listeners=http://127.0.0.1:{http},SSL://127.0.0.1:{ssl_port}", f"ssl.keystore.location={certs.broker_pem}"])
+    b.start()
+    context = ssl.create_default_context(cafile=certs.ca_file)
+    context.check_hostname = False
+    context.options &= ~ssl.OP_IGNORE_UNEXPECTED_EOF   # Python 3.10+ sets it: an EOF without close_notify is an error here
+    clients = []
+    try:
+        for _ in range(3):
+            raw = socket.create_connection(("127.0.0.1", ssl_port), timeout=10)
+            # suppress_ragged_eofs=False: a TCP close without close_notify raises SSLEOFError.
+            tls = context.wrap_socket(raw, server_hostname="localhost", suppress_ragged_eofs=False)
+            tls.do_handshake()
+            clients.append(tls)
+        # Every connection is served (ApiVersions v0 answered) before the stop.
+        for tls in clients:
+            tls.sendall(bytes.fromhex("0000000d00120000000000010003616263"))
+            answer = b""
+            while len(answer) < 4 or len(answer) < 4 + struct.unpack(">i", answer[:4])[0]:
+                chunk = tls.recv(65536)
+                assert chunk, answer
+                answer += chunk
+        b.proc.send_signal(signal.SIGTERM)
+        for tls in clients:
+            tls.settimeout(10)
+            while tls.recv(65536):   # raises SSLEOFError on a TCP close without close_notify
+                pass
+    finally:
+        for tls in clients:
+            tls.close()
+        assert b.stop() == 0

@@ -139,3 +139,37 @@ def test_a_certificate_of_the_cluster_ca_without_cluster_action_is_refused(ringl
         wait_until(lambda: isr_of(node, "acl-cluster", 0) == [1, 2, 3], 20.0, "ISR of three")
     finally:
         c.stop()
+
+
+def test_a_joining_node_refused_for_lack_of_cluster_action_says_so(ringlog_bin, tmp_path):
+    """The new user's find: a node joining a secured cluster whose certificate's principal lacks
+    CLUSTER_ACTION was refused by the voters (their log: "cluster connection refused ... may not
+    CLUSTER_ACTION"), but its own log said only "waiting for the metadata quorum", for ever."""
+    from test_add_broker import voters_of
+    from test_cluster import Node
+    from conftest import free_port
+    certs = Material(tmp_path / "certs")
+    secured = ["listener.security.protocol.map=CLUSTER:SSL", f"ssl.truststore.location={certs.ca_file}",
+               "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+               "super.users=User:" + certs.broker_cert.subject.rfc4514_string() + ";User:ANONYMOUS"]
+    c = Cluster(tmp_path, extra_sets=[*secured, f"ssl.keystore.location={certs.broker_pem}"])
+    c.start()
+    newcomer = None
+    try:
+        wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+        keystore, _ = certs.keystore("node4.pem", cn="node4")
+        newcomer = Node(tmp_path / "node4" / "data", 4, free_port(), voters_of(c),
+                        [*secured, f"ssl.keystore.location={keystore}", "process.roles=broker"])
+        newcomer.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        newcomer.spawn()
+
+        def refusal_line():
+            return next((l for l in newcomer.log_path.read_text(errors="replace").splitlines()
+                         if "refused" in l and "CLUSTER_ACTION" in l and "level=warn" in l), None)
+
+        line = wait_until(refusal_line, 30, "the newcomer's line saying the voters refuse it")
+        assert "CN=node4" in line or "node4" in line, line
+    finally:
+        if newcomer is not None and newcomer.proc is not None:
+            newcomer.stop()
+        c.stop()

@@ -20,4 +20,10 @@ inline constexpr size_t cross_shard_queue_tasks_max = 65536;
 /// sample the same distribution at more cost, a longer one would take minutes to show a p99.9.
 inline constexpr int64_t shard_loop_lag_probe_interval_ms = 10;
 
+/// At most one warning per listener per this interval names a failed TLS handshake
+/// (log_rate_limit), with the count of those not logged: a scanner or a misconfigured client
+/// retrying in a loop fails thousands a minute, and one line per 10 s still shows the cause and
+/// that it goes on.
+inline constexpr int64_t tls_handshake_warning_interval_ms = 10'000;
+
 }  // namespace ringlog::runtime::constants

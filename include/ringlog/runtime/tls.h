@@ -60,6 +60,10 @@ base::result<std::shared_ptr<SSL_CTX>, std::string> make_tls_context(const tls_s
 /// X500Principal.getName() prints it (Kafka's mTLS principal input); nullopt without one.
 std::optional<std::string> peer_subject(SSL* ssl);
 
+/// The subject of this side's own certificate (the one `ssl` presents), in the same form;
+/// nullopt without one. For log lines that name the principal a peer judged.
+std::optional<std::string> own_subject(SSL* ssl);
+
 /// A context that follows its files: check() rebuilds it when the keystore or truststore file's
 /// modification time or size changed, reload() always. New handshakes take current(); open
 /// connections keep the context they started with (OpenSSL counts references). A rebuild that

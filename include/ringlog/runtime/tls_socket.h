@@ -59,6 +59,14 @@ class tls_socket {
     }
   }
 
+  /// TLS's close_notify, then the wait for the peer's (Asio's ssl::stream::async_shutdown); TLS
+  /// only, with no read or write in flight. The caller bounds the wait (cancel the socket) and
+  /// closes afterwards.
+  template <typename Handler>
+  void async_shutdown(Handler&& handler) {
+    tls_->async_shutdown(std::forward<Handler>(handler));
+  }
+
   /// Closes the socket without a TLS close_notify (the peer sees the TCP close).
   void close() {
     boost::system::error_code ignored;
