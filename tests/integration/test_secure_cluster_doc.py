@@ -106,6 +106,7 @@ def test_the_secure_three_node_example_runs_as_written(ringlog_bin, tmp_path):
     out = [line.strip() for line in r.stdout.splitlines() if line.strip()]
     assert out == expected, (out, expected, r.stderr[-2000:])
     # The keys and the data directories (SCRAM keys, the forwarding secret) are the owner's only.
-    private = [*tmp_path.glob("*.key"), *tmp_path.glob("*.pem"), *(tmp_path / "data").glob("node*")]
+    private = [*tmp_path.glob("*.key"), *tmp_path.glob("*.pem"), tmp_path / "first-users",
+               *(tmp_path / "data").glob("node*")]
     assert len(private) >= 10, private
     assert [p.name for p in private if p.stat().st_mode & 0o077] == []
