@@ -367,10 +367,12 @@ def test_auto_offset_reset_earliest_latest_none(broker, topic_name):
     r = requests.get(none + "/records", params={"timeout": 0}, headers={"Accept": BINARY})
     assert r.status_code == 422 and r.json()["error_code"] == 42202, r.text
     # Never stuck: a seek gives it a position.
-    r = requests.post(none + "/positions/beginning", json={"partitions": [{"topic": topic_name, "partition": 0}]})
+    r = requests.post(none + "/positions/beginning", json={"partitions": [{"topic": topic_name, "partition": 0}]},
+                      headers={"Content-Type": V2})
     assert r.status_code == 204, r.text
     assert [r["offset"] for r in read_at_least(none, 3)] == [0, 1, 2]
-    r = requests.post(none + "/positions", json={"offsets": [{"topic": topic_name, "partition": 0, "offset": 1}]})
+    r = requests.post(none + "/positions", json={"offsets": [{"topic": topic_name, "partition": 0, "offset": 1}]},
+                      headers={"Content-Type": V2})
     assert r.status_code == 204, r.text
     assert [r["offset"] for r in read_at_least(none, 2)] == [1, 2]
 
@@ -415,16 +417,19 @@ def test_bad_input_gives_the_documented_errors(broker, topic_name):
     r = requests.post(f"{broker.url}/consumers/{group}/instances/nobody/offsets", json=None)
     assert r.status_code == 404 and r.json()["error_code"] == 40403
 
-    r = requests.post(f"{broker.url}/consumers/{group}", json={"format": "avro"})
+    r = requests.post(f"{broker.url}/consumers/{group}", json={"format": "avro"}, headers={"Content-Type": V2})
     assert r.status_code == 422 and r.json()["error_code"] == 42204
-    r = requests.post(f"{broker.url}/consumers/{group}", json={"auto.offset.reset": "sometimes"})
+    r = requests.post(f"{broker.url}/consumers/{group}", json={"auto.offset.reset": "sometimes"},
+                      headers={"Content-Type": V2})
     assert r.status_code == 422 and r.json()["error_code"] == 42204
 
     base = create_consumer(broker, group)
     subscribe(base, [topic_name])
-    r = requests.post(base + "/assignments", json={"partitions": [{"topic": topic_name, "partition": 0}]})
+    r = requests.post(base + "/assignments", json={"partitions": [{"topic": topic_name, "partition": 0}]},
+                      headers={"Content-Type": V2})
     assert r.status_code == 409 and r.json()["error_code"] == 40903
-    r = requests.post(base + "/subscription", json={"topics": [topic_name], "topic_pattern": "t.*"})
+    r = requests.post(base + "/subscription", json={"topics": [topic_name], "topic_pattern": "t.*"},
+                      headers={"Content-Type": V2})
     assert r.status_code == 409 and r.json()["error_code"] == 40903
     assert owned(base) == {(topic_name, 0)}, "nothing changed"
 
@@ -432,12 +437,14 @@ def test_bad_input_gives_the_documented_errors(broker, topic_name):
     assert r.status_code == 406 and r.json()["error_code"] == 40601
 
     other = create_consumer(broker, "o-" + topic_name)
-    r = requests.post(other + "/assignments", json={"partitions": [{"topic": topic_name, "partition": 0}]})
+    r = requests.post(other + "/assignments", json={"partitions": [{"topic": topic_name, "partition": 0}]},
+                      headers={"Content-Type": V2})
     assert r.status_code == 204, r.text
-    r = requests.post(other + "/subscription", json={"topics": [topic_name]})
+    r = requests.post(other + "/subscription", json={"topics": [topic_name]}, headers={"Content-Type": V2})
     assert r.status_code == 409 and r.json()["error_code"] == 40903
     # Committing a partition it does not own is refused and nothing is applied.
-    r = requests.post(base + "/offsets", json={"offsets": [{"topic": topic_name, "partition": 5, "offset": 1}]})
+    r = requests.post(base + "/offsets", json={"offsets": [{"topic": topic_name, "partition": 5, "offset": 1}]},
+                      headers={"Content-Type": V2})
     assert r.status_code == 409 and r.json()["error_code"] == 40903
     assert committed(base) == {}
 
