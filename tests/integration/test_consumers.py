@@ -597,6 +597,19 @@ def test_group_admin_lag_reset_delete(broker, topic_name):
     assert r.status_code == 404 and r.json()["error_code"] == 40404
 
 
+def test_every_malformed_reset_topic_entry_is_422_naming_it(broker, topic_name):
+    """offsets:reset's "topics" entries ("T" or Kafka's "T:0,1"): ":0" (no topic) was 400 while
+    "T:x" was 422, and an illegal name without ':' reached the broker. Every malformed value of
+    this body is 422 naming the entry, as the route's other fields and the API's invalid fields."""
+    broker.create_topic(topic_name)
+    url = broker.v3(f"/consumer-groups/reset-{topic_name}/offsets:reset")
+    for entry in (":0", ":", f"{topic_name}:", f"{topic_name}:x", f"{topic_name}:-1", f"{topic_name}:0,,1",
+                  "bad name!:0", "bad name!", "", "a" * 250 + ":0"):
+        r = requests.post(url, json={"to": "earliest", "topics": [topic_name, entry]})
+        assert r.status_code == 422 and r.json()["error_code"] == 422, (entry, r.text)
+        assert r.json()["message"].startswith(f'topics[1] "{entry}"'), (entry, r.text)
+
+
 def test_consumer_offsets_is_internal(broker):
     assert "__consumer_offsets" not in requests.get(broker.url + "/topics").json()
     r = requests.post(broker.url + "/topics/__consumer_offsets", json={"records": [{"value": b64("x")}]},
