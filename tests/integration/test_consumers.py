@@ -88,7 +88,7 @@ def commit(base, offsets=None):
 
 def committed(base, partitions=None):
     body = {"partitions": partitions} if partitions is not None else None
-    r = requests.get(base + "/offsets", json=body, headers={"Accept": V2})
+    r = requests.get(base + "/offsets", json=body, headers={"Accept": V2, "Content-Type": V2})
     assert r.status_code == 200, r.text
     return {(o["topic"], o["partition"]): o["offset"] for o in r.json()["offsets"]}
 
