@@ -82,17 +82,33 @@ void answer_forwarded(api::call& call, const std::string& what, const broker::gr
   call.respond(std::move(e));
 }
 
+/// A v2 consumer instance's records poll (GET .../records, a whole answer: streamed reads are
+/// redirected): it moves the instance's positions when it takes records.
+bool is_records_poll(const api::call& c) { return c.route == "GET /consumers/{group}/instances/{instance}/records"; }
+
 /// Passes `request` on to the coordinator at `route` (the forwarder is there) and answers `c` with
 /// its answer, or the 503 of answer_forwarded naming `what`.
+///
+/// A records poll's client is watched while the poll is passed on: when it leaves, the forward
+/// is closed (http_forwarder::forward's caller_connected), and the coordinator, which watches
+/// that connection, takes no record for nobody (group_proxy.h). Before this the forward stayed
+/// open until its deadline and the coordinator's poll moved the instance's positions past
+/// records no client received.
 void forward_to_coordinator(const call_ptr& c, const http_request& request, std::string what,
                             const broker::group_coordinator_route& route) {
   const int64_t timeout_ms = c->self->options().fetch_wait_max_ms + proxy_limits::exchange_slack_ms;
+  std::function<bool()> caller_connected;
+  if (is_records_poll(*c)) {
+    c->sink->watch_disconnect();
+    caller_connected = c->sink->connected_check();
+  }
   c->self->options().forwarder->forward(request, {route.node_id, route.http_host, route.http_port, route.http_tls}, timeout_ms,
                                         [c, what = std::move(what), route](forward_result r) {
                                           c->later([what, route, r = std::move(r)](api::call& call) mutable {
                                             answer_forwarded(call, what, route, std::move(r));
                                           });
-                                        });
+                                        },
+                                        std::move(caller_connected));
 }
 
 

@@ -37,6 +37,12 @@ inline const std::vector<std::string> records_offers = {v2_binary_type, v2_json_
 /// The consumer routes (Confluent's produce the embedded-format types as well as the bare one).
 inline const std::vector<std::string> consumer_offers = {v2_type, v2_binary_type, v2_json_type,
                                                          "application/vnd.kafka+json", "application/json"};
+/// The Content-Types a v2 consumer route's body may have: Confluent's REST Proxy v2 consumer
+/// resource consumes the bare v2 type and the embedded-format ones, never application/json
+/// (415 there and here). v3 routes read application/json.
+inline const std::vector<std::string> v2_consumer_body_types = {
+    v2_type, v2_binary_type, v2_json_type, "application/vnd.kafka.avro.v2+json",
+    "application/vnd.kafka.jsonschema.v2+json", "application/vnd.kafka.protobuf.v2+json"};
 inline constexpr const char* ndjson_type = "application/x-ndjson";
 inline constexpr const char* sse_type = "text/event-stream";
 inline const std::vector<std::string> stream_offers = {ndjson_type, sse_type};

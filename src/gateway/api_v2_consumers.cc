@@ -14,11 +14,11 @@ namespace ringlog::gateway::routes {
 // -- v2 consumers (issue 4): instances are leases held by the group coordinator, so any shard
 // (and any broker, later) serves a base_uri; no consumer state lives in this process's connection.
 
-/// A body must say it is JSON (415 otherwise), as the REST Proxy's consumer routes; a blank one
-/// needs no type. Answers and returns false when refused.
+/// A body must have one of the v2 types (415 otherwise, application/json too), as the REST
+/// Proxy's consumer routes; a blank one needs no type. Answers and returns false when refused.
 bool consumer_content_type(const call_ptr& c) {
   if (is_blank(c->request.body)) return true;
-  return c->content_type_in(consumer_offers).has_value();
+  return c->content_type_in(v2_consumer_body_types).has_value();
 }
 
 /// The {group} path parameter: 400 naming it when it holds a control character (U+0000..U+001F,

@@ -428,16 +428,20 @@ namespace {
 
 /// One entry of a reset's "topics" into `req`: "T" (every partition of T) or Kafka's
 /// kafka-consumer-groups form "T:0,1,2" (only those partitions; a topic name never holds ':').
-/// 422 naming `where` for a partition list that is not comma-separated integers >= 0.
+/// Every malformed entry is 422 naming `where` and the entry, as every other invalid value of
+/// this body: a topic that is not a legal name (":0" names none; it was 400 while a bad partition
+/// list was 422) or a partition list that is not comma-separated integers >= 0.
 std::optional<api_error> add_reset_topic(std::string_view entry, const std::string& where,
                                          broker::reset_offsets_request& req) {
   const size_t colon = entry.find(':');
+  const std::string topic(entry.substr(0, colon));
+  if (auto valid = broker::validate_topic_name(topic); !valid.ok()) {
+    return unprocessable(where + " \"" + std::string(entry) + "\": " + valid.error().message);
+  }
   if (colon == std::string_view::npos) {
-    req.topics.emplace_back(entry);
+    req.topics.push_back(topic);
     return std::nullopt;
   }
-  const std::string topic(entry.substr(0, colon));
-  if (auto bad = check_topic(where, topic)) return bad;
   std::string_view list = entry.substr(colon + 1);
   const auto refuse = [&] {
     return unprocessable(where + " \"" + std::string(entry) + "\": after the topic's ':' come its partitions, "

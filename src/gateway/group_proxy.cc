@@ -11,6 +11,7 @@
 #include <atomic>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -47,14 +48,19 @@ class exchange : public std::enable_shared_from_this<exchange> {
  public:
   exchange(asio::io_context& io, std::shared_ptr<std::atomic<int64_t>> in_flight, uint64_t answer_bytes_max,
            std::shared_ptr<SSL_CTX> tls, std::function<void(forward_result)> done)
-      : resolver_(io), stream_(io), tls_context_(std::move(tls)), in_flight_(std::move(in_flight)), done_(std::move(done)) {
+      : resolver_(io),
+        stream_(io),
+        caller_timer_(io),
+        tls_context_(std::move(tls)),
+        in_flight_(std::move(in_flight)),
+        done_(std::move(done)) {
     parser_.body_limit(answer_bytes_max);
     parser_.header_limit(64 * 1024);
   }
   ~exchange() { --*in_flight_; }
 
   void start(const http_request& request, const forward_target& target, int32_t node_id,
-             const std::vector<std::byte>& secret, int64_t timeout_ms) {
+             const std::vector<std::byte>& secret, int64_t timeout_ms, std::function<bool()> caller_connected) {
     timeout_ms_ = timeout_ms;
     const std::string_view method = request.method == "HEAD" ? std::string_view("GET") : std::string_view(request.method);
     request_.method_string(method);
@@ -94,6 +100,7 @@ class exchange : public std::enable_shared_from_this<exchange> {
     stream_.expires_after(std::chrono::milliseconds(proxy_limits::connect_timeout_ms));
     host_ = target.host;
     use_tls_ = target.tls;
+    watch_caller(std::move(caller_connected));
     resolver_.async_resolve(target.host, std::to_string(target.port),
                             [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type found) {
                               if (ec) return self->fail("resolve: " + ec.message());
@@ -102,6 +109,29 @@ class exchange : public std::enable_shared_from_this<exchange> {
   }
 
  private:
+  /// Asks `caller_connected` every proxy_limits::caller_check_interval_ms until the exchange
+  /// ends; once the client is gone the exchange is closed (http_forwarder::forward).
+  void watch_caller(std::function<bool()> caller_connected) {
+    if (!caller_connected) return;
+    caller_connected_ = std::move(caller_connected);
+    arm_caller_check();
+  }
+
+  void arm_caller_check() {
+    caller_timer_.expires_after(std::chrono::milliseconds(proxy_limits::caller_check_interval_ms));
+    caller_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || !self->done_) return;   // cancelled: the exchange ended
+      if (self->caller_connected_()) return self->arm_caller_check();
+      self->fail("the client closed its connection");
+      // The pending resolve, connect, handshake, write or read ends with operation_aborted; its
+      // own fail() finds `done_` taken. The coordinator's watch read sees this socket close.
+      self->resolver_.cancel();
+      beast::error_code ignored;
+      self->stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+      self->stream_.close();
+    });
+  }
+
   void connect(const tcp::resolver::results_type& found) {
     stream_.async_connect(found, [self = shared_from_this()](beast::error_code ec, const tcp::endpoint&) {
       if (ec == beast::error::timeout) {
@@ -183,11 +213,14 @@ class exchange : public std::enable_shared_from_this<exchange> {
     if (!done_) return;
     auto done = std::move(done_);
     done_ = nullptr;
+    caller_timer_.cancel();   // lets go of this exchange now, not at the next check
     done(std::move(r));
   }
 
   tcp::resolver resolver_;
   beast::tcp_stream stream_;
+  asio::steady_timer caller_timer_;         // the next ask of caller_connected_
+  std::function<bool()> caller_connected_;  // unset: the client is not watched
   std::shared_ptr<SSL_CTX> tls_context_;   // null without a TLS client context
   std::optional<asio::ssl::stream<beast::tcp_stream&>> tls_;   // over stream_, for an https:// peer
   std::string host_;
@@ -212,7 +245,7 @@ class beast_forwarder final : public http_forwarder {
         secret_(std::move(secret)) {}
 
   void forward(const http_request& request, const forward_target& target, int64_t timeout_ms,
-               std::function<void(forward_result)> done) override {
+               std::function<void(forward_result)> done, std::function<bool()> caller_connected) override {
     if (in_flight_->fetch_add(1) >= proxy_limits::in_flight_max) {
       --*in_flight_;
       forward_result r;
@@ -223,7 +256,7 @@ class beast_forwarder final : public http_forwarder {
     asio::io_context& io = runtime::io_context_of(runtime_, runtime_.current_shard());
     auto x = std::make_shared<exchange>(io, in_flight_, answer_bytes_max_,
                                         target.tls && tls_client_ ? tls_client_->current() : nullptr, std::move(done));
-    x->start(request, target, node_id_, secret_(), timeout_ms);
+    x->start(request, target, node_id_, secret_(), timeout_ms, std::move(caller_connected));
   }
 
   [[nodiscard]] int64_t in_flight() const override { return in_flight_->load(); }

@@ -13,7 +13,11 @@
 // A records poll passed on is watched on the coordinator while it waits (api_v2_consumers.cc):
 // when the passing broker's connection closes first (that broker was killed), the poll takes no
 // record and moves no position, so the client's next poll through any broker returns them
-// (at-least-once; the answer could reach nobody).
+// (at-least-once; the answer could reach nobody). The same holds when the client of the passing
+// broker leaves first: that broker watches the client's connection while the poll is passed on
+// and closes its own to the coordinator once the client's closes (http_forwarder::forward's
+// `caller_connected`), so the coordinator's watch sees it. Such a poll's client connection is not
+// kept alive after its answer (a watched connection never is: response_sink::watch_disconnect).
 //
 // No Beast here (http_types.h): the client lives in group_proxy.cc.
 
@@ -72,6 +76,11 @@ inline constexpr int64_t exchange_slack_ms = 10'000;
 /// fetch.response.bytes.max of payload, which base64 and JSON make at most about 4/3 + per-record
 /// overhead; twice that plus 1 MiB bounds it.
 inline int64_t answer_bytes_max(int64_t fetch_response_bytes_max) { return 2 * fetch_response_bytes_max + (1 << 20); }
+/// How often a call passed on for a client asks whether that client is still connected, ms
+/// (http_forwarder::forward's `caller_connected`): a records poll whose client left is closed
+/// within about this long, so its coordinator takes nothing for nobody. A check is one atomic
+/// load; 100 ms is far below any poll's wait and costs nothing next to the exchange itself.
+inline constexpr int64_t caller_check_interval_ms = 100;
 }  // namespace proxy_limits
 
 /// Where a call is passed on to.
@@ -99,8 +108,14 @@ class http_forwarder {
   /// and forwarded_principal_header when `request.forwarded_principal` names its principal, on the calling shard's event loop, and
   /// calls `done` there exactly once. `timeout_ms` bounds the whole exchange. No connection is kept between calls.
   /// Refuses (answered false, at once) when proxy_limits::in_flight_max calls are in flight.
+  /// `caller_connected` (unset: not asked): whether the client the call is passed on for is still
+  /// there, callable from any thread (response_sink::connected_check); asked every
+  /// proxy_limits::caller_check_interval_ms while the exchange is open, and once it says false the
+  /// exchange is closed at once and `done` hears "the client closed its connection" (answered
+  /// false, `sent` as it was). A records poll passes it: its coordinator watches the passed-on
+  /// connection and takes no record once it closes (group_proxy.h's header comment).
   virtual void forward(const http_request& request, const forward_target& target, int64_t timeout_ms,
-                       std::function<void(forward_result)> done) = 0;
+                       std::function<void(forward_result)> done, std::function<bool()> caller_connected = {}) = 0;
   /// Calls in flight now (for /metrics and tests).
   [[nodiscard]] virtual int64_t in_flight() const = 0;
 };

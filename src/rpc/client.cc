@@ -70,6 +70,10 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
   /// connections in a row that ended before their first response (or their TLS handshake);
   /// the causes already logged since the last response, with when each was last logged.
   bool answered = false;
+  /// Some connection to this peer was answered since this client started: the peer speaks this
+  /// node's protocol (and took its certificate), so closes before an answer now are most likely
+  /// the peer's connection bound (note_silent_close).
+  bool answered_before = false;
   int silent_closes = 0;
   std::map<std::string, std::chrono::steady_clock::time_point> causes_logged;
   runtime::shard_socket socket;   // while connecting
@@ -118,13 +122,25 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
   /// row, with the backoff between them, is a peer that will not speak our protocol, or (after a
   /// TLS handshake) one that refused this node: a secure cluster whose super.users missed the
   /// brokers' certificate logged only "waiting for the metadata quorum" here (session 32).
+  ///
+  /// A peer at its connection bound (listener.name.cluster.max.connections, max.connections.per.ip
+  /// or its override for this node's address) closes a new connection as soon as it accepts it,
+  /// unread and unanswered (runtime/acceptor.cc, rpc/server.cc make_room): on this side that is a
+  /// close before the TLS handshake ends, or before the first answer on plaintext, exactly as a
+  /// protocol mismatch looks. A peer that answered this client before speaks its protocol, so the
+  /// bound is then the cause named; otherwise both are (or_at_bound after the mismatch hint).
   void note_silent_close(silent_close how, const std::string& detail, const std::string& own_subject = "") {
     if (++silent_closes < silent_closes_before_warning) return;
     const std::string in_a_row = detail + ", " + std::to_string(silent_closes) + " connections in a row)";
+    const bool as_a_bound_refusal_looks = how == silent_close::tls_handshake || how == silent_close::plaintext;
+    if (as_a_bound_refusal_looks && answered_before) {
+      return warn_mismatch("at-bound", "connection to " + named() + " closed before answering (" + in_a_row,
+                           connection_bound_hint);
+    }
     switch (how) {
       case silent_close::tls_handshake:
         return warn_mismatch("tls-closed", "connection to " + named() + " closed during the TLS handshake (" + in_a_row,
-                             plaintext_peer_hint);
+                             std::string(plaintext_peer_hint) + "; " + or_at_bound);
       case silent_close::tls_after_handshake:
         return warn_mismatch("tls-refused",
                              "connection to " + named() + " closed after the TLS handshake, before answering (" + in_a_row +
@@ -137,7 +153,7 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
       case silent_close::plaintext:
         return warn_mismatch("plaintext-closed",
                              "connection to " + named() + " closed before answering its first request (" + in_a_row,
-                             tls_peer_hint);
+                             std::string(tls_peer_hint) + "; " + or_at_bound);
     }
   }
 
@@ -153,6 +169,15 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
   static constexpr const char* tls_peer_hint =
       "does its cluster listener expect TLS? This node's is PLAINTEXT (its listener.security.protocol.map has no "
       "CLUSTER:SSL); every node's listener.security.protocol.map must give CLUSTER the same protocol (docs/security.md)";
+  static constexpr const char* connection_bound_hint =
+      "the peer answered this node before, so it speaks its protocol: it is refusing new connections at its "
+      "connection bound (listener.name.cluster.max.connections, or max.connections.per.ip or its override for this "
+      "node's address), closing each as it accepts it; the peer logs \"cluster listener at its connection bound\" "
+      "and counts ringlog_connections_refused_total{listener=\"CLUSTER\"} by the key (docs/configuration.md)";
+  static constexpr const char* or_at_bound =
+      "or the peer is at its connection bound (listener.name.cluster.max.connections, or max.connections.per.ip or "
+      "its override for this node's address) and closes each new connection as it accepts it: its /metrics "
+      "ringlog_connections_refused_total{listener=\"CLUSTER\"} then rises";
   static constexpr const char* plaintext_peer_hint =
       "does its cluster listener expect PLAINTEXT? This node's is SSL (listener.security.protocol.map has CLUSTER:SSL); "
       "every node's listener.security.protocol.map must give CLUSTER the same protocol (docs/security.md)";
@@ -473,6 +498,7 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
   void on_frame() {
     if (!answered) {
       answered = true;
+      answered_before = true;
       silent_closes = 0;
       causes_logged.clear();
     }

@@ -195,7 +195,9 @@ def test_every_route_refuses_without_its_acl_and_serves_with_it(secured):
         params = dict(values, **overrides.get((method, pattern), {}))
         path = re.sub(r"\{(\w+)\}", lambda m: requests.utils.quote(params[m.group(1)], safe=""), pattern)
         body, _ = bodies.get((method, pattern), (None, {}))
-        headers = {"Content-Type": V2 if pattern.startswith("/consumers") else "application/json"}
+        # The v2 routes read only their own types (a v2 body of application/json is 415).
+        headers = {"Content-Type": V2 if pattern.startswith("/consumers") else
+                   BINARY if pattern.startswith("/topics") else "application/json"}
         if pattern.endswith("/records") and method == "GET":
             headers["Accept"] = BINARY
         if pattern == "/v1/login":

@@ -66,3 +66,27 @@ def test_a_tls_node_among_plaintext_voters_names_the_protocol(ringlog_bin, tmp_p
         check_the_odd_node_says_why(n3, "does its cluster listener expect PLAINTEXT?", [1, 2])
     finally:
         kill_nodes([n1, n2, n3])
+
+
+def test_a_peer_refusing_at_its_connection_bound_is_named_as_a_cause(ringlog_bin, tmp_path):
+    """A peer at its connection bound (here max.connections.per.ip.overrides=127.0.0.1:0, so it
+    refuses every connection from this machine's address) closes each new cluster connection as it
+    accepts it. On the dialling node that looks like a protocol mismatch, and its warning named
+    only "does its cluster listener expect TLS?", which sent the operator to the wrong config:
+    the bound must be named too, with where to see it."""
+    ports = [free_port() for _ in range(2)]
+    voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(ports))
+    n1 = Node(tmp_path / "node1" / "data", 1, ports[0], voters)
+    n2 = Node(tmp_path / "node2" / "data", 2, ports[1], voters, ["max.connections.per.ip.overrides=127.0.0.1:0"])
+    for n in (n1, n2):
+        n.data_dir.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        n2.spawn()   # its HTTP listener refuses this machine too: no health check
+        n1.spawn()
+        lines = wait_until(lambda: [line for line in mismatch_lines(n1) if 'peer="node 2 at' in line], 30,
+                           "node 1's warning about node 2")
+        for line in lines:
+            assert "connection bound" in line and "max.connections.per.ip" in line, line
+            assert "ringlog_connections_refused_total" in line, line
+    finally:
+        kill_nodes([n1, n2])

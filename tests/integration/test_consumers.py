@@ -88,7 +88,7 @@ def commit(base, offsets=None):
 
 def committed(base, partitions=None):
     body = {"partitions": partitions} if partitions is not None else None
-    r = requests.get(base + "/offsets", json=body, headers={"Accept": V2})
+    r = requests.get(base + "/offsets", json=body, headers={"Accept": V2, "Content-Type": V2})
     assert r.status_code == 200, r.text
     return {(o["topic"], o["partition"]): o["offset"] for o in r.json()["offsets"]}
 
@@ -367,10 +367,12 @@ def test_auto_offset_reset_earliest_latest_none(broker, topic_name):
     r = requests.get(none + "/records", params={"timeout": 0}, headers={"Accept": BINARY})
     assert r.status_code == 422 and r.json()["error_code"] == 42202, r.text
     # Never stuck: a seek gives it a position.
-    r = requests.post(none + "/positions/beginning", json={"partitions": [{"topic": topic_name, "partition": 0}]})
+    r = requests.post(none + "/positions/beginning", json={"partitions": [{"topic": topic_name, "partition": 0}]},
+                      headers={"Content-Type": V2})
     assert r.status_code == 204, r.text
     assert [r["offset"] for r in read_at_least(none, 3)] == [0, 1, 2]
-    r = requests.post(none + "/positions", json={"offsets": [{"topic": topic_name, "partition": 0, "offset": 1}]})
+    r = requests.post(none + "/positions", json={"offsets": [{"topic": topic_name, "partition": 0, "offset": 1}]},
+                      headers={"Content-Type": V2})
     assert r.status_code == 204, r.text
     assert [r["offset"] for r in read_at_least(none, 2)] == [1, 2]
 
@@ -415,16 +417,19 @@ def test_bad_input_gives_the_documented_errors(broker, topic_name):
     r = requests.post(f"{broker.url}/consumers/{group}/instances/nobody/offsets", json=None)
     assert r.status_code == 404 and r.json()["error_code"] == 40403
 
-    r = requests.post(f"{broker.url}/consumers/{group}", json={"format": "avro"})
+    r = requests.post(f"{broker.url}/consumers/{group}", json={"format": "avro"}, headers={"Content-Type": V2})
     assert r.status_code == 422 and r.json()["error_code"] == 42204
-    r = requests.post(f"{broker.url}/consumers/{group}", json={"auto.offset.reset": "sometimes"})
+    r = requests.post(f"{broker.url}/consumers/{group}", json={"auto.offset.reset": "sometimes"},
+                      headers={"Content-Type": V2})
     assert r.status_code == 422 and r.json()["error_code"] == 42204
 
     base = create_consumer(broker, group)
     subscribe(base, [topic_name])
-    r = requests.post(base + "/assignments", json={"partitions": [{"topic": topic_name, "partition": 0}]})
+    r = requests.post(base + "/assignments", json={"partitions": [{"topic": topic_name, "partition": 0}]},
+                      headers={"Content-Type": V2})
     assert r.status_code == 409 and r.json()["error_code"] == 40903
-    r = requests.post(base + "/subscription", json={"topics": [topic_name], "topic_pattern": "t.*"})
+    r = requests.post(base + "/subscription", json={"topics": [topic_name], "topic_pattern": "t.*"},
+                      headers={"Content-Type": V2})
     assert r.status_code == 409 and r.json()["error_code"] == 40903
     assert owned(base) == {(topic_name, 0)}, "nothing changed"
 
@@ -432,12 +437,14 @@ def test_bad_input_gives_the_documented_errors(broker, topic_name):
     assert r.status_code == 406 and r.json()["error_code"] == 40601
 
     other = create_consumer(broker, "o-" + topic_name)
-    r = requests.post(other + "/assignments", json={"partitions": [{"topic": topic_name, "partition": 0}]})
+    r = requests.post(other + "/assignments", json={"partitions": [{"topic": topic_name, "partition": 0}]},
+                      headers={"Content-Type": V2})
     assert r.status_code == 204, r.text
-    r = requests.post(other + "/subscription", json={"topics": [topic_name]})
+    r = requests.post(other + "/subscription", json={"topics": [topic_name]}, headers={"Content-Type": V2})
     assert r.status_code == 409 and r.json()["error_code"] == 40903
     # Committing a partition it does not own is refused and nothing is applied.
-    r = requests.post(base + "/offsets", json={"offsets": [{"topic": topic_name, "partition": 5, "offset": 1}]})
+    r = requests.post(base + "/offsets", json={"offsets": [{"topic": topic_name, "partition": 5, "offset": 1}]},
+                      headers={"Content-Type": V2})
     assert r.status_code == 409 and r.json()["error_code"] == 40903
     assert committed(base) == {}
 
@@ -588,6 +595,19 @@ def test_group_admin_lag_reset_delete(broker, topic_name):
     assert r.status_code == 204, r.text
     r = requests.get(broker.v3(f"/consumer-groups/{group}"))
     assert r.status_code == 404 and r.json()["error_code"] == 40404
+
+
+def test_every_malformed_reset_topic_entry_is_422_naming_it(broker, topic_name):
+    """offsets:reset's "topics" entries ("T" or Kafka's "T:0,1"): ":0" (no topic) was 400 while
+    "T:x" was 422, and an illegal name without ':' reached the broker. Every malformed value of
+    this body is 422 naming the entry, as the route's other fields and the API's invalid fields."""
+    broker.create_topic(topic_name)
+    url = broker.v3(f"/consumer-groups/reset-{topic_name}/offsets:reset")
+    for entry in (":0", ":", f"{topic_name}:", f"{topic_name}:x", f"{topic_name}:-1", f"{topic_name}:0,,1",
+                  "bad name!:0", "bad name!", "", "a" * 250 + ":0"):
+        r = requests.post(url, json={"to": "earliest", "topics": [topic_name, entry]})
+        assert r.status_code == 422 and r.json()["error_code"] == 422, (entry, r.text)
+        assert r.json()["message"].startswith(f'topics[1] "{entry}"'), (entry, r.text)
 
 
 def test_consumer_offsets_is_internal(broker):

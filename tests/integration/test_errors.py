@@ -9,6 +9,7 @@ import pytest
 import requests
 
 BINARY = "application/vnd.kafka.binary.v2+json"
+V2 = "application/vnd.kafka.v2+json"
 
 
 def b64(s):
@@ -63,6 +64,42 @@ def test_415_on_unreadable_content_type(broker, topic_name):
     r = requests.post(base + "/offsets", headers={"Content-Type": "application/vnd.kafka.v2+json"})   # empty: no type needed
     assert r.status_code == 204, r.text
     requests.delete(base)
+
+
+def test_a_v2_body_of_application_json_is_415_as_in_confluents_rest_proxy(broker, topic_name):
+    """Confluent's REST Proxy v2 produce (topics and partitions) and consumer resources consume
+    only the application/vnd.kafka[.{format}].v2+json types (kafka-rest's ProduceToTopicAction,
+    ProduceToPartitionAction and ConsumersResource @Consumes): application/json is 415 there,
+    {error_code: 415, message}. A v2 produce of application/json was read as the json embedded
+    format (a client meaning binary stored its base64 as quoted text) and the consumer routes
+    took it; v3 reads application/json and still does."""
+    broker.create_topic(topic_name)
+    body = '{"records":[{"value":"eA=="}]}'
+    for path in (f"/topics/{topic_name}", f"/topics/{topic_name}/partitions/0"):
+        r = requests.post(broker.url + path, data=body, headers={"Content-Type": "application/json"})
+        assert r.status_code == 415 and r.json()["error_code"] == 415, (path, r.text)
+        assert "application/vnd.kafka.binary.v2+json" in r.json()["message"], r.text
+    assert end_offset(broker, topic_name) == 0
+    group = "gjson-" + topic_name
+    r = requests.post(f"{broker.url}/consumers/{group}", data='{"name":"w"}',
+                      headers={"Content-Type": "application/json"})
+    assert r.status_code == 415 and r.json()["error_code"] == 415, r.text
+    r = requests.post(f"{broker.url}/consumers/{group}", data='{"name":"w"}', headers={"Content-Type": V2})
+    assert r.status_code == 200, r.text
+    base = f"{broker.url}/consumers/{group}/instances/w"
+    for path, sent in (("/subscription", {"topics": [topic_name]}),
+                       ("/assignments", {"partitions": [{"topic": topic_name, "partition": 0}]}),
+                       ("/positions", {"offsets": [{"topic": topic_name, "partition": 0, "offset": 0}]}),
+                       ("/offsets", {"offsets": [{"topic": topic_name, "partition": 0, "offset": 0}]})):
+        r = requests.post(base + path, json=sent)   # requests sends application/json
+        assert r.status_code == 415 and r.json()["error_code"] == 415, (path, r.text)
+    r = requests.get(base + "/assignments", headers={"Accept": V2})
+    assert r.status_code == 200 and r.json()["partitions"] == [], r.text   # nothing was applied
+    requests.delete(base, headers={"Content-Type": V2})
+    # v3 produce takes application/json.
+    r = requests.post(broker.v3(f"/topics/{topic_name}/records"), data='{"value":{"type":"STRING","data":"v"}}',
+                      headers={"Content-Type": "application/json"})
+    assert r.status_code == 200 and r.json()["error_code"] == 200, r.text
 
 
 @pytest.mark.parametrize("body,field", [

@@ -11,6 +11,7 @@ back. Every wait polls with a deadline.
 import asyncio
 import base64
 import json
+import socket
 import subprocess
 import threading
 import urllib.parse
@@ -222,6 +223,52 @@ def test_a_poll_passed_on_by_a_broker_killed_meanwhile_takes_no_record(cluster):
     assert "error" in orphaned, orphaned   # the client got nothing: its broker died
     for value in ("r1", "r2", "r3"):
         produce(other, "orphan", [value])
+    try:
+        consume(through_other, {"r1", "r2", "r3"}, 30.0, seen)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; read through broker {other.node_id}: {sorted(seen)}") from None
+    assert [o for _, o in sorted(reads[0] for reads in seen.values())] == [0, 1, 2, 3], seen
+
+
+def passing_on(via, to):
+    """Whether `via` holds an open connection to `to`'s HTTP listener (a call it passes on)."""
+    out = subprocess.run(["ss", "-tnpH", "state", "established", f"( dport = :{to.port} )"], capture_output=True,
+                         text=True, check=True).stdout
+    return any(f"pid={via.proc.pid}," in line for line in out.split("\n"))
+
+
+def test_a_poll_passed_on_for_a_client_that_left_takes_no_record(cluster):
+    """A v2 poll through broker V, passed on to the group's coordinator, waits there; the client
+    closes its connection to V during the wait, then records arrive. V kept its call to the
+    coordinator open until the poll's deadline, so the coordinator's poll took the records and
+    moved the instance's position past them for a client that was gone (the next poll through
+    another broker skipped them). V must close its call once its client leaves, and every record
+    must come through another broker afterwards."""
+    ready_cluster(cluster, "left", partitions=1)
+    group, base_uri, coordinator = consumer_through(cluster.node(1), "left")
+    via = next(n for n in cluster.nodes if n.node_id != coordinator)
+    other = next(n for n in cluster.nodes if n is not via)
+    instance = "/consumers/" + base_uri.split("/consumers/", 1)[1]
+    through_other = other.url + instance
+    r = requests.post(f"{through_other}/subscription", json={"topics": ["left"]}, headers={"Content-Type": V2},
+                      timeout=40)
+    assert r.status_code == 204, r.text
+    produce(other, "left", ["r0"])
+    seen = {}
+    consume(through_other, {"r0"}, 30.0, seen)
+
+    # The long poll through `via`, on a socket of our own so that the client can leave mid-wait.
+    client = socket.create_connection(("127.0.0.1", via.port), timeout=10)
+    client.sendall(f"GET {instance}/records?timeout=30000 HTTP/1.1\r\nHost: 127.0.0.1:{via.port}\r\n"
+                   f"Accept: {BINARY}\r\n\r\n".encode())
+    wait_until(lambda: read_by_peer(via, cluster.node(coordinator)), 20.0,
+               f"the coordinator (broker {coordinator}) to read the poll broker {via.node_id} passed on")
+    client.close()
+    # Well before the poll's 30 s deadline: the call passed on is closed as its client left.
+    wait_until(lambda: not passing_on(via, cluster.node(coordinator)), 10.0,
+               f"broker {via.node_id} to close the poll it passed on once its client left")
+    for value in ("r1", "r2", "r3"):
+        produce(other, "left", [value])
     try:
         consume(through_other, {"r1", "r2", "r3"}, 30.0, seen)
     except AssertionError as e:

@@ -45,7 +45,7 @@ def test_documented_get_routes_answer_as_shown(broker, topic_name):
     assert created.status_code == 200, created.text
     instance = created.json()["instance_id"]
     subscribed = requests.post(f"{broker.url}/consumers/{group}/instances/{instance}/subscription",
-                               json={"topics": [topic_name]})
+                               json={"topics": [topic_name]}, headers={"Content-Type": "application/vnd.kafka.v2+json"})
     assert subscribed.status_code == 204, subscribed.text
     # A committed offset, so the group's lag routes have a lag to answer with (404 without one).
     produced = requests.post(f"{broker.url}/topics/{topic_name}", json={"records": [{"value": "eA=="}]},

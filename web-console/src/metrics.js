@@ -1,4 +1,5 @@
-// Prometheus text format (0.0.4) parsing and per-second rates from two samples. Pure: no DOM.
+// Prometheus text format (0.0.4) parsing and per-second rates from two samples; the lag-history
+// points a group page keeps across a move of its coordinator. Pure: no DOM.
 
 /** Text -> [{name, labels: {k: v}, value}] (comments and malformed lines skipped). */
 export function parsePrometheus(text) {
@@ -86,4 +87,16 @@ export function rates(before, after, seconds) {
   const none = { records_in: 0, bytes_in: 0, records_out: 0, bytes_out: 0 };
   for (const [name, b] of Object.entries(after.topics)) topics[name] = pick(before.topics[name] || none, b);
   return { totals: pick(before.totals, after.totals), topics };
+}
+
+/** The lag-history points a group page shows ({t: ms, v: total lag}, oldest first): those it
+ *  already had (`kept`) and the coordinator's answer now (`fresh`), one per timestamp (the
+ *  answer's wins), the last `max`. The history lives in the coordinator's memory, so a move of
+ *  the group's coordinator starts it again empty there: without this the chart dropped every
+ *  sample it had shown at each move. */
+export function mergeLagHistory(kept, fresh, max) {
+  const byTime = new Map(kept.map((p) => [p.t, p]));
+  for (const p of fresh) byTime.set(p.t, p);
+  const merged = [...byTime.values()].sort((a, b) => a.t - b.t);
+  return merged.slice(Math.max(0, merged.length - max));
 }

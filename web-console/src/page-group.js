@@ -2,13 +2,16 @@
 // lag-over-time chart, and Kafka's reset-offsets with a dry run.
 //
 // The lag chart is the broker's own lag history (GET .../lag-history, sampled every 5 s), so it
-// covers the time no console was open and survives a reload.
+// covers the time no console was open and survives a reload. The coordinator keeps it in memory:
+// when the group's coordinator moves, the new one starts empty, so the page keeps the samples it
+// has shown while it is open and adds the new coordinator's to them (mergeLagHistory).
 import { api } from './api.js';
 import { deadLettersPanel } from './page-dead-letters.js';
 import { lineChart } from './chart.js';
 import { field, fill, h, statusLine, table, tile } from './dom.js';
 import { formatCount, parseUtcDateTime } from './format.js';
 import { GROUP_REFRESH_MS } from './limits.js';
+import { mergeLagHistory } from './metrics.js';
 
 /** The group state as a coloured badge (STABLE good; rebalancing or DEAD bad). */
 export function stateBadge(state) {
@@ -69,6 +72,7 @@ export async function render(view, route, ctx) {
   const members = h('div');
   const lags = h('div');
   let lastLags = [];
+  let shownHistory = [];   // every lag sample shown so far, kept across a coordinator move
   const historyNote = h('p', { class: 'muted' });
   fill(view, h('h1', {}, 'Consumer group ', h('span', { 'data-testid': 'group-name' }, group)), status.el, tiles,
     h('h2', {}, 'Lag over time'), chart,
@@ -90,10 +94,13 @@ export async function render(view, route, ctx) {
         tile('generation', String(g.generation ?? '-')),
         tile('assignor', g.partition_assignor ?? '-', { text: true }),
         tile('coordinator partition', `__consumer_offsets-${g.coordinator_partition ?? '?'}`, { text: true }));
-      const points = history.data.map((x) => ({ t: x.timestamp, v: x.total_lag }));
-      fill(chart, lineChart('Total lag (records)', [{ name: 'lag', points, cls: 'a' }], formatCount, { testid: 'lag-chart' }));
-      historyNote.textContent = `Sampled by the broker every ${history.interval_ms / 1000} s; it keeps the last `
-        + `${history.samples_max} samples in memory (since it started).`;
+      const fresh = history.data.map((x) => ({ t: x.timestamp, v: x.total_lag }));
+      shownHistory = mergeLagHistory(shownHistory, fresh, history.samples_max);
+      fill(chart, lineChart('Total lag (records)', [{ name: 'lag', points: shownHistory, cls: 'a' }], formatCount,
+        { testid: 'lag-chart' }));
+      historyNote.textContent = `Sampled by the group's coordinator every ${history.interval_ms / 1000} s; it keeps `
+        + `the last ${history.samples_max} samples in memory (since it started). When the coordinator moves, this `
+        + 'page keeps the samples it has shown (until it is left or reloaded) and adds the new coordinator\'s.';
       fill(lags, table([
         { title: 'topic', cell: (l) => l.topic_name },
         { title: 'partition', num: true, cell: (l) => String(l.partition_id) },

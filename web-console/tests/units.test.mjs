@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { brokerRole, controllerLabel, isDedicatedController, linkPieces, dueBucketLabel, formatBytes, formatCount, formatDue, formatDurationMs, formatRate, formatTimestamp, parseJsonExact, parseUtcDateTime, quorumAnsweredByFollower, quorumMembers } from '../src/format.js';
 import { decodePayload, decodeRecord, exportRecords, fromBase64, hexDump, recordMatches, textToBase64 } from '../src/records.js';
-import { parsePrometheus, rates, summarize } from '../src/metrics.js';
+import { mergeLagHistory, parsePrometheus, rates, summarize } from '../src/metrics.js';
 import { filterAcls, missingPermission } from '../src/acls.js';
 import { entityText, formEntity, quotaRows, quotaValue } from '../src/quotas.js';
 import {
@@ -368,4 +368,19 @@ test('decommission and reassignment progress: tasks, moves under way, why Decomm
     { topic_name: 'a', partition_id: 10, replica_ids: [1], adding_replicas: [], removing_replicas: [] },
     { topic_name: 'a', partition_id: 2, replica_ids: [1, 2], adding_replicas: [2], removing_replicas: [] }]).map((r) => Object.values(r).join(' | ')), [
     'a-2 | 1, 2 | 2 | -', 'a-10 | 1 | - | -', 'b-0 | 2, 3, 1 | 3 | 1']);
+});
+
+test('lag history: the samples shown are kept when the coordinator moves and its history starts empty', () => {
+  const before = [{ t: 1000, v: 5 }, { t: 6000, v: 7 }];
+  let shown = mergeLagHistory([], before, 720);
+  assert.deepEqual(shown, before);
+  // The old coordinator's next answer: one more sample, the older ones again.
+  shown = mergeLagHistory(shown, [...before, { t: 11000, v: 9 }], 720);
+  assert.deepEqual(shown.map((p) => p.t), [1000, 6000, 11000]);
+  // The coordinator moved: the new one has one sample of its own; the ones shown stay.
+  shown = mergeLagHistory(shown, [{ t: 17000, v: 2 }], 720);
+  assert.deepEqual(shown, [{ t: 1000, v: 5 }, { t: 6000, v: 7 }, { t: 11000, v: 9 }, { t: 17000, v: 2 }]);
+  // Bounded to the coordinator's own samples_max, the oldest dropped; an answer's value wins.
+  shown = mergeLagHistory(shown, [{ t: 17000, v: 3 }, { t: 22000, v: 4 }], 3);
+  assert.deepEqual(shown, [{ t: 11000, v: 9 }, { t: 17000, v: 3 }, { t: 22000, v: 4 }]);
 });
