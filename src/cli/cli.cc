@@ -1189,10 +1189,19 @@ int list_reassignments(const args& a) {
 /// "a -> b" of a before/after pair of the rebalance plan.
 std::string before_after(const json& pair) { return cell(pair["before"]) + " -> " + cell(pair["after"]); }
 
+/// " (excluded: fenced)" for a broker the plan gives no replicas (the reason when the answer has
+/// one: older brokers answer without excluded_reason), "" for one it may.
+std::string excluded_cell(const json& broker) {
+  if (!broker.value("excluded", false)) return "";
+  const auto reason = broker.find("excluded_reason");
+  if (reason == broker.end() || !reason->is_string()) return " (excluded)";
+  return " (excluded: " + reason->get<std::string>() + ")";
+}
+
 void print_rebalance_plan(const json& plan) {
   std::cout << "BROKER\tRACK\tREPLICAS\tLEADERS\tBYTES\n";
   for (const auto& b : plan["brokers"]) {
-    std::cout << cell(b["broker_id"]) << (b["excluded"].get<bool>() ? " (excluded)" : "") << "\t"
+    std::cout << cell(b["broker_id"]) << excluded_cell(b) << "\t"
               << (b["rack"].is_null() ? "-" : cell(b["rack"])) << "\t" << before_after(b["replicas"]) << "\t"
               << before_after(b["leaders"]) << "\t" << before_after(b["size_bytes"]) << "\n";
   }

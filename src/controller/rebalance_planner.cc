@@ -43,6 +43,7 @@ struct load {
   std::string rack;
   bool allowed = false;    // takes replicas (placement_brokers)
   bool draining = false;   // being decommissioned, or unavailable (options.unavailable_brokers)
+  std::string excluded_reason;   // why not allowed (broker_load::excluded_reason); "" while allowed
   int32_t replicas = 0;
   int32_t leaders = 0;
   uint64_t bytes = 0;
@@ -76,6 +77,9 @@ class planner {
   [[nodiscard]] bool rack_ok(const entry& e, int32_t from, int32_t to) const;
   [[nodiscard]] std::pair<double, double> replica_band() const;
   [[nodiscard]] std::pair<double, double> leader_band() const;
+  [[nodiscard]] uint64_t usable_bytes() const { return total_bytes_ - pinned_bytes_; }
+  [[nodiscard]] bool pinned(int32_t id) const;
+  void count_pinned(const entry& e);
   [[nodiscard]] std::vector<int32_t> allowed_by(const std::function<order_key(int32_t)>& key) const;
   bool move_one_replica(int32_t from, int32_t to, const std::string* topic);
   [[nodiscard]] std::vector<std::string> imbalances() const;
@@ -88,6 +92,12 @@ class planner {
   size_t allowed_count_ = 0;
   int64_t total_replicas_ = 0;
   uint64_t total_bytes_ = 0;
+  // Replicas, preferred leaderships and bytes on brokers that neither take replicas nor give them
+  // up (fenced, in controlled shutdown, not registered): no plan moves them, so the bands the
+  // usable brokers are measured against leave them out. Fixed once the planner is built.
+  int64_t pinned_replicas_ = 0;
+  int64_t pinned_leaders_ = 0;
+  uint64_t pinned_bytes_ = 0;
   bool stopped_short_ = false;
 };
 
@@ -98,14 +108,19 @@ planner::planner(const metadata_image& image, const partition_sizes& sizes, cons
   for (const auto& [id, b] : image.brokers()) {
     loads_[id].rack = b.rack;
     loads_[id].allowed = contains(allowed, id);
+    if (b.fenced) loads_[id].excluded_reason = "fenced";
+    if (b.in_controlled_shutdown) loads_[id].excluded_reason = "controlled shutdown";
   }
   for (const auto& [id, state] : image.decommissions()) {
-    if (state == broker_decommission_state::decommissioning) loads_[id].draining = true;
+    if (state != broker_decommission_state::decommissioning) continue;
+    loads_[id].draining = true;
+    loads_[id].excluded_reason = "decommissioning";
   }
   for (int32_t id : options.unavailable_brokers) {
     if (loads_[id].allowed) --allowed_count_;
     loads_[id].allowed = false;
     loads_[id].draining = true;
+    loads_[id].excluded_reason = "unavailable";
   }
   for (const auto& [name, topic] : image.topics()) {
     for (size_t p = 0; p < topic->partitions.size(); ++p) {
@@ -126,6 +141,7 @@ planner::planner(const metadata_image& image, const partition_sizes& sizes, cons
         e.movable = true;
       }
       count(name, e.target, e.size, +1);
+      count_pinned(e);
       total_replicas_ += static_cast<int64_t>(e.target.size());
       total_bytes_ += e.size * e.target.size();
       entries_.push_back(std::move(e));
@@ -145,6 +161,22 @@ void planner::count(const std::string& topic, const std::vector<int32_t>& target
       l.leaders += sign;
       t.leaders += sign;
     }
+  }
+}
+
+/// A broker no plan moves replicas to or from: not allowed and not draining (fenced, in
+/// controlled shutdown, or named by a partition without being registered).
+bool planner::pinned(int32_t id) const {
+  const load& l = loads_.at(id);
+  return !l.allowed && !l.draining;
+}
+
+void planner::count_pinned(const entry& e) {
+  for (size_t i = 0; i < e.target.size(); ++i) {
+    if (!pinned(e.target[i])) continue;
+    ++pinned_replicas_;
+    pinned_bytes_ += e.size;
+    if (i == 0) ++pinned_leaders_;
   }
 }
 
@@ -230,14 +262,18 @@ void planner::drain() {
   }
 }
 
+/// The replica counts the usable brokers should stay within: the average over them of the replicas
+/// they hold or take (every replica but those pinned on excluded brokers), +-max(1, tolerance x it).
 std::pair<double, double> planner::replica_band() const {
-  const double average = static_cast<double>(total_replicas_) / static_cast<double>(allowed_count_);
+  const double average = static_cast<double>(total_replicas_ - pinned_replicas_) / static_cast<double>(allowed_count_);
   const double slack = std::max(1.0, options_.tolerance * average);
   return {average - slack, average + slack};
 }
 
+/// As replica_band, for preferred leaderships: partitions whose first replica is pinned are left out.
 std::pair<double, double> planner::leader_band() const {
-  const double average = static_cast<double>(entries_.size()) / static_cast<double>(allowed_count_);
+  const double average =
+      static_cast<double>(static_cast<int64_t>(entries_.size()) - pinned_leaders_) / static_cast<double>(allowed_count_);
   const double slack = std::max(1.0, options_.tolerance * average);
   return {average - slack, average + slack};
 }
@@ -287,8 +323,8 @@ void planner::balance_replica_counts(const std::string* topic) {
 }
 
 void planner::balance_bytes() {
-  if (allowed_count_ < 2 || total_bytes_ < constants::rebalance_bytes_floor) return;
-  const double average = static_cast<double>(total_bytes_) / static_cast<double>(allowed_count_);
+  if (allowed_count_ < 2 || usable_bytes() < constants::rebalance_bytes_floor) return;
+  const double average = static_cast<double>(usable_bytes()) / static_cast<double>(allowed_count_);
   const auto [low, high] = replica_band();
   for (size_t step = 0; step < constants::rebalance_steps_max; ++step) {
     const std::vector<int32_t> order = allowed_by([this](int32_t id) {
@@ -382,7 +418,7 @@ std::vector<std::string> planner::imbalances() const {
   }
   const auto [low, high] = replica_band();
   const auto [leaders_low, leaders_high] = leader_band();
-  const double average_bytes = static_cast<double>(total_bytes_) / static_cast<double>(allowed_count_);
+  const double average_bytes = static_cast<double>(usable_bytes()) / static_cast<double>(allowed_count_);
   for (const auto& [id, l] : loads_) {
     const std::string broker = "broker " + std::to_string(id);
     if (l.draining && l.replicas > 0) out.push_back(broker + " still holds " + std::to_string(l.replicas) + " replica(s) it should give up");
@@ -395,7 +431,7 @@ std::vector<std::string> planner::imbalances() const {
                     ".." + bound_text(leaders_high));
     }
     const double bytes = static_cast<double>(l.bytes);
-    if (total_bytes_ >= constants::rebalance_bytes_floor &&
+    if (usable_bytes() >= constants::rebalance_bytes_floor &&
         (bytes > average_bytes * (1 + options_.tolerance) || bytes < average_bytes * (1 - options_.tolerance))) {
       out.push_back(broker + ": " + std::to_string(l.bytes) + " bytes, more than the tolerance " + bound_text(options_.tolerance * 100) +
                     "% from the average " + std::to_string(static_cast<uint64_t>(average_bytes)));
@@ -433,7 +469,8 @@ rebalance_plan planner::finish(const metadata_image& image) {
   }
   for (const auto& [id, l] : loads_) {
     const load& b = before[id];
-    plan.brokers.push_back({id, l.rack, !l.allowed, b.replicas, l.replicas, b.leaders, l.leaders, b.bytes, l.bytes});
+    const std::string reason = l.allowed ? "" : l.excluded_reason.empty() ? "not registered" : l.excluded_reason;
+    plan.brokers.push_back({id, l.rack, !l.allowed, reason, b.replicas, l.replicas, b.leaders, l.leaders, b.bytes, l.bytes});
   }
   plan.skipped = std::move(skipped_);
   plan.imbalances = imbalances();

@@ -40,6 +40,7 @@ json plan_json(api::call& call, const broker::rebalance_result& r, double tolera
     brokers.push_back({{"broker_id", b.broker_id},
                        {"rack", b.rack.empty() ? json(nullptr) : json(b.rack)},
                        {"excluded", b.excluded},
+                       {"excluded_reason", b.excluded ? json(b.excluded_reason) : json(nullptr)},
                        {"replicas", {{"before", b.replicas_before}, {"after", b.replicas_after}}},
                        {"leaders", {{"before", b.leaders_before}, {"after", b.leaders_after}}},
                        {"size_bytes", {{"before", b.bytes_before}, {"after", b.bytes_after}}}});

@@ -174,6 +174,62 @@ TEST_CASE("a decommissioning broker is drained and takes nothing; refusals when 
   CHECK(short_plan.skipped[0].reason.find("no broker can take its replica") != std::string::npos);
 }
 
+TEST_CASE("a fenced broker's replicas and leaderships are left out of the bands; excluded brokers say why") {
+  // 24 partitions of rf 2 round robin over brokers 1-4 (12 replicas, 6 preferred leaderships
+  // each), then broker 4 fenced: no plan moves what it holds, so brokers 1-3 holding 12 replicas
+  // and 6 leaderships each is balanced. Averaging all 48 replicas and 24 leaderships over 3
+  // brokers said "12 replicas, outside 14.4..17.6", a verdict no plan could meet.
+  cluster c;
+  for (int32_t id = 1; id <= 3; ++id) c.add_broker(id);
+  auto fenced = broker(4);
+  fenced.fenced = true;
+  c.records.push_back(fenced);
+  std::vector<std::vector<int32_t>> assignments;
+  std::vector<std::vector<int32_t>> isrs;
+  for (int32_t p = 0; p < 24; ++p) {
+    assignments.push_back({p % 4 + 1, (p + 1) % 4 + 1});
+    isrs.push_back({});
+    for (int32_t id : assignments.back()) {
+      if (id != 4) isrs.back().push_back(id);
+    }
+  }
+  c.add_topic("t", assignments, isrs);
+  auto plan = plan_rebalance(*c.image(), {}, options_with());
+  CHECK(plan.moves.empty());
+  CHECK(plan.imbalances == std::vector<std::string>{});
+  CHECK(plan.balanced);
+  CHECK(load_of(plan, 4).excluded);
+  CHECK(load_of(plan, 4).excluded_reason == "fenced");
+  CHECK(load_of(plan, 4).replicas_after == 12);
+  CHECK(load_of(plan, 1).excluded_reason.empty());
+
+  // Bytes likewise: those on the fenced broker are not part of the average of the others.
+  partition_sizes sizes;
+  for (int32_t p = 0; p < 24; ++p) sizes[{"t", p}] = 64u << 20;
+  auto by_bytes = plan_rebalance(*c.image(), sizes, options_with());
+  CHECK(by_bytes.imbalances == std::vector<std::string>{});
+
+  // The other reasons: controlled shutdown, decommissioning, unavailable to the autobalancer.
+  cluster d;
+  d.add_broker(1);
+  d.add_broker(2);
+  auto stopping = broker(3);
+  stopping.in_controlled_shutdown = true;
+  d.records.push_back(stopping);
+  d.records.push_back(fenced);
+  d.add_broker(5);
+  d.add_broker(6);
+  d.add_topic("t", {{1, 2}});
+  d.decommission(5, 1);
+  auto options = options_with();
+  options.unavailable_brokers = {6};
+  auto reasons = plan_rebalance(*d.image(), {}, options);
+  CHECK(load_of(reasons, 3).excluded_reason == "controlled shutdown");
+  CHECK(load_of(reasons, 4).excluded_reason == "fenced");
+  CHECK(load_of(reasons, 5).excluded_reason == "decommissioning");
+  CHECK(load_of(reasons, 6).excluded_reason == "unavailable");
+}
+
 TEST_CASE("BrokerDecommissionRecord: decommissioning, cancelled, decommissioned; in snapshots; refusals name the record") {
   cluster c;
   for (int32_t id = 1; id <= 3; ++id) c.add_broker(id);

@@ -300,6 +300,15 @@ def test_a_broker_that_is_down_is_decommissioned_and_its_partitions_get_their_re
                    "broker 4 holding replicas of the topic")
         extra.kill()
         wait_until(lambda: c.node(1).brokers()[4]["state"] == "fenced", FAILOVER_DEADLINE_S, "broker 4 fenced")
+        # A dry run while broker 4 is fenced: nothing goes to it, it says why, and what it holds is
+        # left out of the averages (they once counted it and gave a verdict no plan could meet).
+        out = cli(c.node(3), "rebalance", "--dry-run")
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "4 (excluded: fenced)" in out.stdout and "balanced after the plan: yes" in out.stdout, out.stdout
+        plan = requests.get(c.node(1).v3("/rebalance"), timeout=60).json()
+        assert next(b for b in plan["brokers"] if b["broker_id"] == 4)["excluded_reason"] == "fenced", plan
+        assert all(4 not in m["adding_replicas"] for m in plan["moves"]), plan
+        assert plan["balanced"] is True and plan["imbalances"] == [], plan
         r = requests.delete(c.node(2).v3("/brokers/4"), timeout=40)
         assert r.status_code in (200, 202), r.text
         wait_until(lambda: (t := task(c.node(1), 4)) is not None and t["task_status"] == "SUCCESS", MOVE_DEADLINE_S,

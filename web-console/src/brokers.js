@@ -141,12 +141,13 @@ export function replicaList(ids) {
   return ids && ids.length ? ids.join(', ') : '-';
 }
 
-/** The plan's per-broker table rows, by broker id: [{broker_id, rack, excluded, replicas, leaders, size_bytes}] as text. */
+/** The plan's per-broker table rows, by broker id: [{broker_id, rack, excluded, excluded_reason, replicas, leaders, size_bytes}] as text. */
 export function planBrokerRows(plan) {
   return [...(plan.brokers ?? [])].sort((a, b) => a.broker_id - b.broker_id).map((b) => ({
     broker_id: b.broker_id,
     rack: b.rack ?? '-',
     excluded: Boolean(b.excluded),
+    excluded_reason: b.excluded_reason ?? null,
     replicas: formatChange(b.replicas),
     leaders: formatChange(b.leaders),
     size_bytes: formatChange(b.size_bytes, formatBytesExact),

@@ -108,7 +108,7 @@ export async function render(view, route, ctx) {
     return [
       h('p', { 'data-testid': 'plan-summary' }, planSummary(plan)),
       table([
-        { title: 'broker', num: true, cell: (b) => `${b.broker_id}${b.excluded ? ' (takes no replicas)' : ''}` },
+        { title: 'broker', num: true, cell: (b) => `${b.broker_id}${b.excluded ? ` (takes no replicas${b.excluded_reason ? `: ${b.excluded_reason}` : ''})` : ''}` },
         { title: 'rack', cell: (b) => b.rack },
         { title: 'replicas', num: true, cell: (b) => b.replicas },
         { title: 'leaders', num: true, cell: (b) => b.leaders },

@@ -322,8 +322,10 @@ test('rebalance plan: summary, per-broker before/after, moves; why Start is disa
     brokers: [{ broker_id: 0, rack: null, excluded: false, replicas: { before: 3, after: 3 }, leaders: { before: 3, after: 3 },
       size_bytes: { before: 0, after: 0 } }], reassignments_in_progress: 0 };
   assert.equal(planSummary(balanced), 'balanced: nothing to move (tolerance 0.1)');
-  assert.deepEqual(planBrokerRows(balanced), [{ broker_id: 0, rack: '-', excluded: false, replicas: '3 (no change)',
+  assert.deepEqual(planBrokerRows(balanced), [{ broker_id: 0, rack: '-', excluded: false, excluded_reason: null, replicas: '3 (no change)',
     leaders: '3 (no change)', size_bytes: '0 bytes (no change)' }]);
+  const fenced = { ...balanced, brokers: [{ ...balanced.brokers[0], excluded: true, excluded_reason: 'fenced' }] };
+  assert.equal(planBrokerRows(fenced)[0].excluded_reason, 'fenced');
   const moving = { ...balanced, bytes_to_move: 2048,
     moves: [{ topic_name: 'orders', partition_id: 1, replicas: [1, 2], target_replicas: [2, 3], adding_replicas: [3],
       removing_replicas: [1], size_bytes: 2048 }],

@@ -24,7 +24,10 @@
 //   the gap, keeping counts within their band: fewest bytes moved for the balance asked.
 // - Balanced: every broker's replica count and preferred-leader count are within
 //   max(1, tolerance x average) of the average, and its bytes within tolerance x average bytes of
-//   the average (bytes only when the cluster holds at least rebalance_bytes_floor bytes).
+//   the average (bytes only when the cluster holds at least rebalance_bytes_floor bytes). The
+//   averages are over the brokers that take replicas, of what they can hold: replicas, preferred
+//   leaderships and bytes on a fenced broker, one in controlled shutdown or an unregistered one
+//   stay where they are (no plan moves them), so they are left out; a draining broker's count in.
 
 #include <cstdint>
 #include <functional>
@@ -82,6 +85,9 @@ struct broker_load {
   int32_t broker_id = 0;
   std::string rack;       // "" = none
   bool excluded = false;   // being decommissioned (or not usable): it takes no replicas
+  /// Why excluded: "decommissioning", "unavailable" (options.unavailable_brokers), "controlled
+  /// shutdown", "fenced" or "not registered" (a partition names it); "" when not excluded.
+  std::string excluded_reason;
   int32_t replicas_before = 0;
   int32_t replicas_after = 0;
   int32_t leaders_before = 0;   // preferred leaderships (first replica)
