@@ -6,6 +6,7 @@ deadline; never sleeps blindly. Run with: /usr/bin/python3 -m pytest tests/integ
 import os
 import pathlib
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -29,6 +30,22 @@ def binary_path():
 
 
 # free_port: tests/ports.py (ports 20000-32000, below the ephemeral range; see there why).
+
+
+def send_until_closed(address, data, shut_write=False, timeout_s=5):
+    """Sends `data` on a new connection to `address` ((host, port)) and reads until the peer closes
+    it (a reset counts as a close): for bytes a listener must refuse. A peer that keeps the
+    connection open past `timeout_s` raises socket.timeout."""
+    with socket.create_connection(address, timeout=timeout_s) as s:
+        s.sendall(data)
+        if shut_write:
+            s.shutdown(socket.SHUT_WR)
+        s.settimeout(timeout_s)
+        try:
+            while s.recv(4096):
+                pass
+        except ConnectionResetError:
+            pass
 
 
 def wait_until(predicate, deadline_s, what):

@@ -19,7 +19,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka import KafkaConsumer, KafkaProducer
 
-from conftest import Broker, binary_path, free_port, wait_until
+from conftest import Broker, binary_path, free_port, send_until_closed, wait_until
 from tls_certs import Material
 
 
@@ -187,13 +187,8 @@ def test_wrong_ca_and_missing_client_certificate_are_refused_with_nothing_stored
 
 def test_plaintext_to_tls_port_and_tls_to_plaintext_port_are_closed_with_a_log_line(tls_broker, certs):
     host, port = tls_broker.ssl.split(":")
-    with socket.create_connection((host, int(port)), timeout=5) as s:
-        # An ApiVersions v0 request in plaintext.
-        s.sendall(bytes.fromhex("0000000d00120000000000010003616263"))
-        assert s.recv(100) in (b"",) or True   # a TLS alert or nothing; then the close
-        s.settimeout(5)
-        while s.recv(4096):
-            pass
+    # An ApiVersions v0 request in plaintext: a TLS alert or nothing, then the close.
+    send_until_closed((host, int(port)), bytes.fromhex("0000000d00120000000000010003616263"))
     wait_until(lambda: "listener=SSL" in log_text(tls_broker) and "not a TLS client" in log_text(tls_broker), 10,
                "the plaintext-on-TLS log line")
     ctx = ssl.create_default_context(cafile=certs.ca_file)
@@ -219,15 +214,7 @@ def test_random_bytes_and_truncated_client_hellos_do_not_hurt_the_listener(tls_b
     host, port = tls_broker.ssl.split(":")
     for i in range(60):
         data = bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 600))) if i % 2 else hello[:rng.randint(1, len(hello))]
-        with socket.create_connection((host, int(port)), timeout=5) as s:
-            s.sendall(data)
-            s.shutdown(socket.SHUT_WR)
-            s.settimeout(5)
-            try:
-                while s.recv(4096):
-                    pass
-            except ConnectionResetError:
-                pass
+        send_until_closed((host, int(port)), data, shut_write=True)
     still_serves(tls_broker, certs)
 
 
@@ -412,14 +399,7 @@ def test_failed_handshakes_are_logged_once_per_interval_with_the_count(ringlog_b
     b.start()
 
     def fail_one_handshake():
-        with socket.create_connection(("127.0.0.1", ssl_port), timeout=5) as s:
-            s.sendall(b"GET / HTTP/1.0\r\n\r\n")   # plaintext where a ClientHello should be
-            s.settimeout(5)
-            try:
-                while s.recv(4096):
-                    pass
-            except ConnectionResetError:
-                pass
+        send_until_closed(("127.0.0.1", ssl_port), b"GET / HTTP/1.0\r\n\r\n")   # plaintext, not a ClientHello
 
     def failure_lines():
         return [l for l in log_text(b).splitlines() if "TLS handshake failed" in l]

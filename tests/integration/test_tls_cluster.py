@@ -11,7 +11,7 @@ import pytest
 import requests
 
 import kafka_wire
-from conftest import wait_until
+from conftest import send_until_closed, wait_until
 from test_cluster import FAILOVER_DEADLINE_S, Cluster
 from test_replication import isr_of, leader_of, produce, read_all
 from tls_certs import Material
@@ -77,14 +77,7 @@ def test_a_stranger_cannot_use_the_cluster_listener(tls_cluster):
             except (ssl.SSLError, ConnectionError):
                 pass
     # Plaintext Kafka bytes (an ApiVersions request) on the TLS cluster listener.
-    with socket.create_connection(("127.0.0.1", node.cluster_port), timeout=5) as s:
-        s.sendall(bytes.fromhex("0000000d00120000000000010003616263"))
-        s.settimeout(5)
-        try:
-            while s.recv(4096):
-                pass
-        except ConnectionResetError:
-            pass
+    send_until_closed(("127.0.0.1", node.cluster_port), bytes.fromhex("0000000d00120000000000010003616263"))
     log = node.log_path.read_text(errors="replace")
     wait_until(lambda: node.log_path.read_text(errors="replace").count(
         "TLS handshake failed on the cluster listener") >= 3, 10, "three refusals logged")
