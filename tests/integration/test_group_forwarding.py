@@ -184,6 +184,32 @@ def read_by_peer(via, to):
     return False
 
 
+def subscribed_and_read_first(other, base_uri, topic):
+    """Subscribes the v2 instance at `base_uri` to `topic` through broker `other`, produces "r0" and
+    reads it there: (the instance's path, its URL through `other`, the reads so far for consume)."""
+    instance = "/consumers/" + base_uri.split("/consumers/", 1)[1]
+    through_other = other.url + instance
+    r = requests.post(f"{through_other}/subscription", json={"topics": [topic]}, headers={"Content-Type": V2},
+                      timeout=40)
+    assert r.status_code == 204, r.text
+    produce(other, topic, ["r0"])
+    seen = {}
+    consume(through_other, {"r0"}, 30.0, seen)
+    return instance, through_other, seen
+
+
+def the_rest_comes_through(other, through_other, topic, seen):
+    """Produces "r1".."r3" and reads them through `other`: no record was taken for a client that
+    never got it, so offsets 0-3 are each read once, in order."""
+    for value in ("r1", "r2", "r3"):
+        produce(other, topic, [value])
+    try:
+        consume(through_other, {"r1", "r2", "r3"}, 30.0, seen)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; read through broker {other.node_id}: {sorted(seen)}") from None
+    assert [o for _, o in sorted(reads[0] for reads in seen.values())] == [0, 1, 2, 3], seen
+
+
 def test_a_poll_passed_on_by_a_broker_killed_meanwhile_takes_no_record(cluster):
     """A v2 poll through broker V, passed on to the group's coordinator, waits there; V is killed
     -9 during the wait, then records arrive. The answer can reach nobody: the coordinator must not
@@ -196,14 +222,7 @@ def test_a_poll_passed_on_by_a_broker_killed_meanwhile_takes_no_record(cluster):
     group, base_uri, coordinator = consumer_through(cluster.node(1), "orphan")
     victim = next(n for n in cluster.nodes if n.node_id not in (coordinator, leader))
     other = next(n for n in cluster.nodes if n is not victim)
-    instance = "/consumers/" + base_uri.split("/consumers/", 1)[1]
-    through_other = other.url + instance
-    r = requests.post(f"{through_other}/subscription", json={"topics": ["orphan"]}, headers={"Content-Type": V2},
-                      timeout=40)
-    assert r.status_code == 204, r.text
-    produce(other, "orphan", ["r0"])
-    seen = {}
-    consume(through_other, {"r0"}, 30.0, seen)
+    instance, through_other, seen = subscribed_and_read_first(other, base_uri, "orphan")
 
     # The long poll through the victim, passed on to the coordinator: it waits there for records.
     orphaned = {}
@@ -221,13 +240,7 @@ def test_a_poll_passed_on_by_a_broker_killed_meanwhile_takes_no_record(cluster):
     victim.kill()
     t.join(60)
     assert "error" in orphaned, orphaned   # the client got nothing: its broker died
-    for value in ("r1", "r2", "r3"):
-        produce(other, "orphan", [value])
-    try:
-        consume(through_other, {"r1", "r2", "r3"}, 30.0, seen)
-    except AssertionError as e:
-        raise AssertionError(f"{e}; read through broker {other.node_id}: {sorted(seen)}") from None
-    assert [o for _, o in sorted(reads[0] for reads in seen.values())] == [0, 1, 2, 3], seen
+    the_rest_comes_through(other, through_other, "orphan", seen)
 
 
 def passing_on(via, to):
@@ -248,14 +261,7 @@ def test_a_poll_passed_on_for_a_client_that_left_takes_no_record(cluster):
     group, base_uri, coordinator = consumer_through(cluster.node(1), "left")
     via = next(n for n in cluster.nodes if n.node_id != coordinator)
     other = next(n for n in cluster.nodes if n is not via)
-    instance = "/consumers/" + base_uri.split("/consumers/", 1)[1]
-    through_other = other.url + instance
-    r = requests.post(f"{through_other}/subscription", json={"topics": ["left"]}, headers={"Content-Type": V2},
-                      timeout=40)
-    assert r.status_code == 204, r.text
-    produce(other, "left", ["r0"])
-    seen = {}
-    consume(through_other, {"r0"}, 30.0, seen)
+    instance, through_other, seen = subscribed_and_read_first(other, base_uri, "left")
 
     # The long poll through `via`, on a socket of our own so that the client can leave mid-wait.
     client = socket.create_connection(("127.0.0.1", via.port), timeout=10)
@@ -267,13 +273,7 @@ def test_a_poll_passed_on_for_a_client_that_left_takes_no_record(cluster):
     # Well before the poll's 30 s deadline: the call passed on is closed as its client left.
     wait_until(lambda: not passing_on(via, cluster.node(coordinator)), 10.0,
                f"broker {via.node_id} to close the poll it passed on once its client left")
-    for value in ("r1", "r2", "r3"):
-        produce(other, "left", [value])
-    try:
-        consume(through_other, {"r1", "r2", "r3"}, 30.0, seen)
-    except AssertionError as e:
-        raise AssertionError(f"{e}; read through broker {other.node_id}: {sorted(seen)}") from None
-    assert [o for _, o in sorted(reads[0] for reads in seen.values())] == [0, 1, 2, 3], seen
+    the_rest_comes_through(other, through_other, "left", seen)
 
 
 def test_a_forwarded_call_is_never_forwarded_again(cluster):
