@@ -851,6 +851,12 @@ def test_a_topic_delete_and_the_group_list_take_a_grant_on_the_cluster_as_the_ka
     r = requests.post(f"{b.url}/consumers/cd-group", json={"format": "binary", "name": "i1"},
                       headers={"Content-Type": V2}, auth=ADMIN)
     assert r.status_code == 200, r.text
+    topic_with_a_record(b, "cd-kept")
+    r = requests.post(f"{b.url}/consumers/cd-group/instances/i1/subscription", json={"topics": ["cd-kept"]},
+                      headers={"Content-Type": V2}, auth=ADMIN)
+    assert r.status_code == 204, r.text
+    requests.get(f"{b.url}/consumers/cd-group/instances/i1/records", headers={"Accept": BINARY}, auth=ADMIN,
+                 params={"timeout": 0})
 
     def groups(who):
         r = requests.get(v3(b, "/consumer-groups"), auth=who)
