@@ -429,6 +429,9 @@ void keep_authorized(api::call& call, security::resource_type resource, security
                      std::vector<std::string>& names);
 /// As keep_authorized, for topic descriptions.
 void keep_authorized(api::call& call, security::acl_operation operation, std::vector<broker::topic_description>& topics);
+/// Whether a list of consumer groups shows `group_id` to the caller (Kafka's ListGroups, filtered,
+/// never refused): with DESCRIBE on the cluster every group, else those it may DESCRIBE.
+bool may_list_group(api::call& call, const std::string& group_id);
 /// Issue 30: requires READ (or `operation`) on the topic of every partition of `partitions`;
 /// false after answering 403 for the first one refused.
 bool require_topics(api::call& call, const std::vector<model::topic_partition>& partitions,
@@ -469,10 +472,12 @@ void stream_consumer(const call_ptr& c, const std::string& type, bool as_json, c
 /// Authenticates the call unless `pattern` is open (health, console, login, logout, metrics
 /// unless http.metrics.authentication); sets call::who. False after answering 401/403.
 bool authenticate_call(const call_ptr& c, std::string_view pattern);
-/// Issue 30: checks the route's needs named by its path or the cluster (route_need::source path
-/// and cluster) against the caller's ACLs; false after answering 403 (40301). True without an
-/// authorizer, and on routes open without credentials (health, console, login, open /metrics).
-bool authorize_call(const call_ptr& c, std::string_view pattern, const std::vector<route_need>& needs);
+/// Issue 30: checks the route's requirements whose needs are all named by its path or the
+/// cluster (route_need::source path and cluster) against the caller's ACLs, each met by any one
+/// of its needs; false after answering 403 (40301), which names the first need of the requirement
+/// refused. True without an authorizer, and on routes open without credentials (health, console,
+/// login, open /metrics).
+bool authorize_call(const call_ptr& c, std::string_view pattern, const std::vector<route_requirement>& requirements);
 /// A state-changing /v3/clusters route other than records, producers and transactions: topics,
 /// configs, partitions, reassignments, elections, groups' deletes and offset resets, users.
 bool is_admin_write(std::string_view method, std::string_view pattern);
