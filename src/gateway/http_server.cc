@@ -76,7 +76,8 @@ struct http_server::impl {
         runtime(r),
         options(std::move(o)),
         forwarder(make_http_forwarder(r, b.config().node_id, proxy_limits::answer_bytes_max(options.fetch_response_bytes_max),
-                                      options.peer_tls_client, [&b] { return b.forwarding_secret(); })),
+                                      options.peer_tls_client, [&b] { return b.forwarding_secret(); },
+                                      [&b] { return b.applied_metadata_offset(); })),
         routes(b, registry, with_forwarder(std::move(ao), forwarder.get())) {}
   ~impl() {
     if (acceptor) acceptor->close();
@@ -518,6 +519,9 @@ class session final : public std::enable_shared_from_this<session>, public respo
     if (auto it = msg.find(forwarded_proto_header); it != msg.end()) req.forwarded_proto = std::string(it->value());
     if (auto it = msg.find(forwarded_principal_header); it != msg.end()) req.forwarded_principal = std::string(it->value());
     if (auto it = msg.find(forwarded_proof_header); it != msg.end()) req.forwarded_proof = std::string(it->value());
+    if (auto it = msg.find(forwarded_metadata_offset_header); it != msg.end()) {
+      req.forwarded_metadata_offset = std::string(it->value());
+    }
     req.authorization = header(http::field::authorization);
     const auto cookies = msg.equal_range(http::field::cookie);   // RFC 6265 5.4: one header, HTTP/2 splits it
     for (auto it = cookies.first; it != cookies.second; ++it) req.cookie += (req.cookie.empty() ? "" : "; ") + std::string(it->value());

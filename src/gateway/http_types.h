@@ -26,6 +26,7 @@ struct http_request {
   std::string forwarded_proto; // X-Forwarded-Proto (group_proxy.h): "https" when the client reached that peer over TLS
   std::string forwarded_principal; // X-Ringlog-Forwarded-Principal (group_proxy.h): the caller that peer authenticated, percent-encoded
   std::string forwarded_proof; // X-Ringlog-Forwarded-Proof (group_proxy.h): the peer's HMAC of the call, "" when absent
+  std::string forwarded_metadata_offset; // X-Ringlog-Metadata-Offset (group_proxy.h): the peer's applied metadata offset, "" when absent
   // ---- authentication (issue 29, http_auth.h)
   std::string authorization;   // Authorization header, "" when absent
   std::string cookie;          // Cookie header(s), "" when absent
