@@ -16,8 +16,10 @@
 // (at-least-once; the answer could reach nobody). The same holds when the client of the passing
 // broker leaves first: that broker watches the client's connection while the poll is passed on
 // and closes its own to the coordinator once the client's closes (http_forwarder::forward's
-// `caller_connected`), so the coordinator's watch sees it. Such a poll's client connection is not
-// kept alive after its answer (a watched connection never is: response_sink::watch_disconnect).
+// `caller_connected`), so the coordinator's watch sees it. A request the client pipelined behind
+// such a poll is kept and served after the poll's answer (response_sink::watch_disconnect). A
+// client's own poll at the coordinator is watched the same way (api_v2_consumers.cc), so a poll
+// whose client left takes nothing whether or not it was passed on.
 //
 // No Beast here (http_types.h): the client lives in group_proxy.cc.
 
