@@ -231,7 +231,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
 
   /// One watch read (watch_disconnect): ends the answer's watch with disconnected_ when the
   /// client closed its side, else keeps what came in buffer_ and reads again. Once the answer is
-  /// sent (resume_after_watch), the read in flight is cancelled and the next request served.
+  /// sent (read_next_request), the read in flight is cancelled and the next request served.
   void arm_watch() {
     if (closed_ || !watching_ || buffer_.size() >= watch_held_bytes_max) return;
     watch_reading_ = true;

@@ -168,7 +168,7 @@ def test_an_acl_made_through_one_node_holds_at_once_for_a_call_it_passes_on(ring
         entry = cluster.node(controller)
         wait_until(lambda: requests.get(entry.v3("/consumer-groups/probe"), timeout=30).status_code in (200, 404),
                    FAILOVER_DEADLINE_S, "group calls answered (__consumer_offsets led)")
-        target_id, names = groups_coordinated_by_one_peer(entry, "rw", 8)
+        target_id, names = groups_coordinated_by_one_peer(entry, "rw", 12)
         target = cluster.node(target_id)
         # Groups rw-* get an ACL naming someone else: User:ANONYMOUS may no longer describe them.
         wait_until(lambda: created(entry, group_acl("rw-", "User:someone", "PREFIXED")), FAILOVER_DEADLINE_S,
