@@ -466,30 +466,40 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
     c->route = c->request.method + " " + r.pattern;
     c->params = std::move(params);
     routes::identify_client(c);
-    if (!routes::authenticate_call(c, r.pattern)) return;
-    // Issue 30: the needs named by the path (or the cluster) before the handler runs; the
-    // handler checks those named in the body and filters its lists.
-    if (!routes::authorize_call(c, r.pattern, route_needs()[i])) return;
-    c->audit_admin = routes::is_admin_write(c->request.method, r.pattern);
-    if (!broker_.config().process_role_broker && !served_by_dedicated_controller(r.method, r.pattern)) {
-      return refuse_on_dedicated_controller(
-          c, broker_, "it hosts no partitions and serves no records, consumers, consumer groups or transactions");
-    }
-    // Issue 31: a client throttled by its byte quota is refused (429) before anything is done.
-    if (!routes::admit_quota_client(c, r.method, r.pattern)) return;
-    // A group call another broker coordinates is passed on there (api_group_forward.cc).
-    if (routes::forward_group_call(c)) return;
-    if (routes::forward_broker_config_call(c, r.pattern)) return;   // a broker's own configs: served by it
-    if (r.fn == routes::v3_list_groups && routes::gather_group_lists(c)) return;
-    if (!broker_.config().process_role_broker && r.fn == routes::v3_list_groups) {
-      return refuse_on_dedicated_controller(c, broker_, "it has no groups and cannot gather the brokers' lists here");
-    }
-    // Issue 29: a consumer instance is its creator's; checked where the instance is served.
-    if (std::string_view(r.pattern).starts_with("/consumers/{group}/instances/{instance}")) {
-      return routes::check_instance_owner(c, r.fn);
-    }
-    return run_when_known(broker_, c, r.fn);
+    // A call a peer passed on is served against an image at least as new as the peer's.
+    return routes::after_passing_brokers_metadata(c, [this, c, i] { serve_route(c, i); });
   }
+  answer_unmatched(c, path, std::move(allowed));
+}
+
+void api::serve_route(const std::shared_ptr<call>& c, size_t i) {
+  const auto& r = route_table()[i];
+  if (!routes::authenticate_call(c, r.pattern)) return;
+  // Issue 30: the needs named by the path (or the cluster) before the handler runs; the
+  // handler checks those named in the body and filters its lists.
+  if (!routes::authorize_call(c, r.pattern, route_needs()[i])) return;
+  c->audit_admin = routes::is_admin_write(c->request.method, r.pattern);
+  if (!broker_.config().process_role_broker && !served_by_dedicated_controller(r.method, r.pattern)) {
+    return refuse_on_dedicated_controller(
+        c, broker_, "it hosts no partitions and serves no records, consumers, consumer groups or transactions");
+  }
+  // Issue 31: a client throttled by its byte quota is refused (429) before anything is done.
+  if (!routes::admit_quota_client(c, r.method, r.pattern)) return;
+  // A group call another broker coordinates is passed on there (api_group_forward.cc).
+  if (routes::forward_group_call(c)) return;
+  if (routes::forward_broker_config_call(c, r.pattern)) return;   // a broker's own configs: served by it
+  if (r.fn == routes::v3_list_groups && routes::gather_group_lists(c)) return;
+  if (!broker_.config().process_role_broker && r.fn == routes::v3_list_groups) {
+    return refuse_on_dedicated_controller(c, broker_, "it has no groups and cannot gather the brokers' lists here");
+  }
+  // Issue 29: a consumer instance is its creator's; checked where the instance is served.
+  if (std::string_view(r.pattern).starts_with("/consumers/{group}/instances/{instance}")) {
+    return routes::check_instance_owner(c, r.fn);
+  }
+  return run_when_known(broker_, c, r.fn);
+}
+
+void api::answer_unmatched(const std::shared_ptr<call>& c, std::string_view path, std::vector<std::string> allowed) {
   if (c->request.method == "OPTIONS") {
     // CORS preflight (Fetch standard): which methods and headers a browser may use here.
     c->route = "OPTIONS *";
