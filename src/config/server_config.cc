@@ -61,6 +61,24 @@ key_spec int_key(std::string name, Int server_config::*field, int64_t min, int64
       [field](const server_config& c) { return std::to_string(c.*field); }};
 }
 
+/// socket.send.buffer.bytes, socket.receive.buffer.bytes: -1 (Kafka's "the OS default") or a
+/// size in [socket_buffer_bytes_min, socket_buffer_bytes_max].
+key_spec socket_buffer_key(std::string name, int32_t server_config::*field, std::string doc) {
+  const std::string range = "-1 (the OS default) or an integer in [" + std::to_string(socket_buffer_bytes_min) +
+                            ", " + std::to_string(socket_buffer_bytes_max) + "]";
+  return key_spec{
+      std::move(name), doc + " (" + range + ")",
+      [field, range](server_config& c, std::string_view v) -> std::optional<std::string> {
+        int64_t x = 0;
+        auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+        const bool in_range = x == -1 || (x >= socket_buffer_bytes_min && x <= socket_buffer_bytes_max);
+        if (v.empty() || ec != std::errc() || ptr != v.data() + v.size() || !in_range) return "must be " + range;
+        c.*field = static_cast<int32_t>(x);
+        return std::nullopt;
+      },
+      [field](const server_config& c) { return std::to_string(c.*field); }};
+}
+
 key_spec bool_key(std::string name, bool server_config::*field, std::string doc) {
   return key_spec{std::move(name), doc + " (true or false)",
                   [field](server_config& c, std::string_view v) -> std::optional<std::string> {
@@ -929,6 +947,13 @@ const std::vector<key_spec>& key_table() {
               "largest max_bytes a fetch may ask for"),
       int_key("socket.request.max.bytes", &server_config::socket_request_max_bytes, 1024, 104857600,
               "largest Kafka request frame, bytes: a larger one closes the connection (Kafka's default 100 MiB)"),
+      socket_buffer_key("socket.send.buffer.bytes", &server_config::socket_send_buffer_bytes,
+                        "SO_SNDBUF of every socket the http, https and Kafka listeners accept: how much of an answer the "
+                        "kernel holds for a client that does not read (Linux doubles it); -1 = the OS default, which "
+                        "grows to net.ipv4.tcp_wmem's maximum, bytes"),
+      socket_buffer_key("socket.receive.buffer.bytes", &server_config::socket_receive_buffer_bytes,
+                        "SO_RCVBUF of every socket the http, https and Kafka listeners accept (Linux doubles it); "
+                        "-1 = the OS default, which grows to net.ipv4.tcp_rmem's maximum, bytes"),
       bool_key("kafka.fetch.zero.copy", &server_config::kafka_fetch_zero_copy,
                "Kafka Fetch answers send record batches from the segment files with sendfile (no copy through "
                "the broker's memory); false = read them into the answer (see docs/kafka.md)"),

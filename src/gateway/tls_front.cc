@@ -207,6 +207,7 @@ base::result<std::unique_ptr<tls_front>, std::string> tls_front::start(runtime::
   accept.port = options.port;
   accept.listen_fd = options.listen_fd;
   accept.limits = options.limits;
+  accept.buffers = options.socket_buffers;
   auto bound = runtime::acceptor::listen(rt, std::move(accept));
   if (!bound.ok()) return bound.error();
   p->acceptor = std::move(bound).value();

@@ -38,6 +38,7 @@
 #include "ringlog/kafka/request_handler.h"
 #include "ringlog/runtime/shard_threads.h"
 #include "ringlog/runtime/connection_limits.h"
+#include "ringlog/runtime/socket_buffer_sizes.h"
 #include "ringlog/runtime/request_memory_pool.h"
 #include "ringlog/runtime/tls.h"
 #include "ringlog/security/jwt.h"
@@ -102,6 +103,7 @@ struct listener_options {
   /// max.connections, max.connections.per.ip, max.connection.creation.rate (runtime/connection_limits.h);
   /// nullptr = unlimited.
   std::shared_ptr<runtime::connection_limits> limits;
+  runtime::socket_buffer_sizes socket_buffers;   // socket.send/receive.buffer.bytes
   /// queued.max.request.bytes: one pool shared by every Kafka listener; nullptr = no bound.
   std::shared_ptr<runtime::request_memory_pool> request_pool;
 };
