@@ -5,7 +5,7 @@ The breaker of session 39: 300 WebSocket subscribers that never read held 1.12 G
 Send-Q (about 3.7 MiB each: Linux autotunes a loopback socket's send buffer up to
 net.ipv4.tcp_wmem's maximum), near the host's TCP memory pressure threshold, while ringlog's own
 queues were bounded. Linux doubles the value set (its bookkeeping), so a socket holds at most
-2 x socket.send.buffer.bytes.
+2 x socket.send.buffer.bytes, and one more segment.
 """
 import base64
 import json
@@ -24,6 +24,9 @@ SUBSCRIBERS = 16
 RECORD_BYTES = 2_000_000     # about 2.7 MB as base64 in a `record` message
 RECORDS = 2                  # under ws_write_queue_bytes_max per session with credit for both
 SEND_BUFFER_BYTES = 102400   # the default
+# Linux checks the buffer before it queues the next segment, so a full socket may pass 2 x the
+# value by one segment: on loopback up to 64 KiB (its 65536-byte MTU).
+SEGMENT_BYTES_MAX = 64 * 1024
 BACKED_UP_BYTES = 64 * 1024  # every server socket holds at least this: the clients really do not read
 
 
@@ -73,9 +76,10 @@ def test_websocket_subscribers_that_never_read_hold_at_most_the_send_buffer_in_t
             return now if settled else None
 
         queues = wait_until(backed_up_and_settled, 30, f"{SUBSCRIBERS} server sockets backed up and settled")
-        bound = 2 * SEND_BUFFER_BYTES
+        bound = 2 * SEND_BUFFER_BYTES + SEGMENT_BYTES_MAX
         over = {port: q for port, q in queues.items() if q > bound}
-        assert not over, (f"server Send-Q over 2 x socket.send.buffer.bytes = {bound} bytes: {sorted(over.values())}; "
+        assert not over, (f"server Send-Q over 2 x socket.send.buffer.bytes + a segment = {bound} bytes: "
+                          f"{sorted(over.values())}; "
                           f"{sum(queues.values()) >> 20} MiB held by {SUBSCRIBERS} subscribers that never read")
         assert b.proc.poll() is None
     finally:
