@@ -453,6 +453,19 @@ std::vector<key_spec> authentication_keys() {
 
 /// Connection limits (issue 31, Kafka's keys; runtime/connection_limits.h has the rules), the
 /// handshake/login deadline and the Kafka listeners' request memory (runtime/request_memory_pool.h).
+/// socket.send.buffer.bytes and socket.receive.buffer.bytes (Kafka's keys).
+std::vector<key_spec> socket_buffer_keys() {
+  return {
+      socket_buffer_key("socket.send.buffer.bytes", &server_config::socket_send_buffer_bytes,
+                        "SO_SNDBUF of every socket the http, https and Kafka listeners accept: how much of an answer the "
+                        "kernel holds for a client that does not read (Linux doubles it); -1 = the OS default, which "
+                        "grows to net.ipv4.tcp_wmem's maximum, bytes"),
+      socket_buffer_key("socket.receive.buffer.bytes", &server_config::socket_receive_buffer_bytes,
+                        "SO_RCVBUF of every socket the http, https and Kafka listeners accept (Linux doubles it); "
+                        "-1 = the OS default, which grows to net.ipv4.tcp_rmem's maximum, bytes"),
+  };
+}
+
 std::vector<key_spec> connection_limit_keys() {
   return {
       int_key("http.request.header.timeout.ms", &server_config::http_request_header_timeout_ms, 100, 3600000,
@@ -947,13 +960,6 @@ const std::vector<key_spec>& key_table() {
               "largest max_bytes a fetch may ask for"),
       int_key("socket.request.max.bytes", &server_config::socket_request_max_bytes, 1024, 104857600,
               "largest Kafka request frame, bytes: a larger one closes the connection (Kafka's default 100 MiB)"),
-      socket_buffer_key("socket.send.buffer.bytes", &server_config::socket_send_buffer_bytes,
-                        "SO_SNDBUF of every socket the http, https and Kafka listeners accept: how much of an answer the "
-                        "kernel holds for a client that does not read (Linux doubles it); -1 = the OS default, which "
-                        "grows to net.ipv4.tcp_wmem's maximum, bytes"),
-      socket_buffer_key("socket.receive.buffer.bytes", &server_config::socket_receive_buffer_bytes,
-                        "SO_RCVBUF of every socket the http, https and Kafka listeners accept (Linux doubles it); "
-                        "-1 = the OS default, which grows to net.ipv4.tcp_rmem's maximum, bytes"),
       bool_key("kafka.fetch.zero.copy", &server_config::kafka_fetch_zero_copy,
                "Kafka Fetch answers send record batches from the segment files with sendfile (no copy through "
                "the broker's memory); false = read them into the answer (see docs/kafka.md)"),
@@ -997,7 +1003,7 @@ const std::vector<key_spec>& key_table() {
               "partitions of all topics together; 0 = from the open-file limit less the connections (8 files per partition)"),
       int_key("shutdown.drain.timeout.ms", &server_config::shutdown_drain_timeout_ms, 0, 600000,
               "how long a graceful stop waits for in-flight requests, ms"),
-  }, joined(consumer_group_keys(), joined(quorum_and_membership_keys(), joined(authentication_keys(), joined(connection_limit_keys(), joined(replication_throttle_keys(), joined(autobalancer_keys(), ssl_key_specs())))))));
+  }, joined(consumer_group_keys(), joined(quorum_and_membership_keys(), joined(authentication_keys(), joined(connection_limit_keys(), joined(socket_buffer_keys(), joined(replication_throttle_keys(), joined(autobalancer_keys(), ssl_key_specs()))))))));
   return table;
 }
 
