@@ -834,7 +834,8 @@ base::result<std::unique_ptr<http_server>, std::string> http_server::start(broke
   if (!options.listen) return std::unique_ptr<http_server>(new http_server(std::move(p)));   // https:// only
   auto bound = runtime::acceptor::listen(runtime, {.name = "HTTP", .host = options.host, .port = options.port,
                                                   .listen_fd = options.listen_fd, .accept_shard = 0,
-                                                  .serve_shard = std::nullopt, .limits = options.connection_limits});
+                                                  .serve_shard = std::nullopt, .limits = options.connection_limits,
+                                                  .buffers = options.socket_buffers});
   if (!bound.ok()) return bound.error();
   p->acceptor = std::move(bound).value();
   impl* i = p.get();

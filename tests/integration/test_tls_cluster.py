@@ -3,6 +3,7 @@ CLUSTER:SSL replicate over mutual TLS (votes, registrations, replica fetches), a
 a process without a certificate the cluster's CA signed, cannot reach a handler: no
 certificate, a stranger CA's certificate, plaintext frames. Certificates come from tls_certs.py.
 """
+import signal
 import socket
 import ssl
 import struct
@@ -165,4 +166,44 @@ def test_a_joining_node_refused_for_lack_of_cluster_action_says_so(ringlog_bin, 
     finally:
         if newcomer is not None and newcomer.proc is not None:
             newcomer.stop()
+        c.stop()
+
+
+def test_a_controlled_shutdown_ends_tls_cluster_connections_with_close_notify(ringlog_bin, tmp_path):
+    """As the Kafka listeners do since session 39: on SIGTERM a connection of the TLS cluster
+    listener was cut without TLS's close_notify, so its peer saw "unexpected eof while reading"
+    instead of an orderly end."""
+    certs = Material(tmp_path / "certs")
+    c = Cluster(tmp_path, size=1, extra_sets=["listener.security.protocol.map=CLUSTER:SSL",
+                                              f"ssl.keystore.location={certs.broker_pem}",
+                                              f"ssl.truststore.location={certs.ca_file}"])
+    c.start()
+    node = c.node(1)
+    ctx = ssl.create_default_context(cafile=certs.ca_file)
+    ctx.check_hostname = False
+    ctx.options &= ~ssl.OP_IGNORE_UNEXPECTED_EOF   # Python 3.10+ sets it: an EOF without close_notify is an error here
+    ctx.load_cert_chain(certs.alice_crt, certs.alice_key)   # signed by the cluster's CA; no authorizer
+    peers = []
+    try:
+        for correlation_id in range(3):
+            raw = socket.create_connection(("127.0.0.1", node.cluster_port), timeout=10)
+            # suppress_ragged_eofs=False: a TCP close without close_notify raises SSLEOFError.
+            tls = ctx.wrap_socket(raw, server_hostname="127.0.0.1", suppress_ragged_eofs=False)
+            peers.append(tls)
+            # ApiVersions v0 under a node's client id, answered: the connection is served.
+            tls.sendall(kafka_wire.frame(18, 0, correlation_id, b"", client_id="ringlog-node-2"))
+            answer = b""
+            while len(answer) < 4 or len(answer) < 4 + struct.unpack(">i", answer[:4])[0]:
+                chunk = tls.recv(65536)
+                assert chunk, answer
+                answer += chunk
+        node.proc.send_signal(signal.SIGTERM)
+        for tls in peers:
+            tls.settimeout(10)
+            while tls.recv(65536):   # raises SSLEOFError on a TCP close without close_notify
+                pass
+        assert node.proc.wait(30) == 0
+    finally:
+        for tls in peers:
+            tls.close()
         c.stop()
