@@ -547,3 +547,61 @@ def test_a_topic_deleted_while_a_replica_was_down_leaves_no_directory_behind(clu
     log = down.log_path.read_text()
     for p in range(2):
         assert f"log directory doomed-{p} belongs to topic id" in log, log[-3000:]
+
+
+def counter(node, name):
+    """The value of the unlabelled counter `name` in the node's /metrics."""
+    for line in requests.get(f"{node.url}/metrics", timeout=5).text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} is not in node {node.node_id}'s /metrics")
+
+
+def test_a_follower_fetches_every_partition_of_a_leader_in_one_request(cluster):
+    """A follower fetches each leader in one session (per shard, and these nodes run one): one Fetch
+    names every partition it follows there, as Kafka's ReplicaFetcherThread does, not one request
+    per partition. 12 idle partitions of replication factor 3: each node leads 4 and follows 4 of
+    each other node's, so its requests name about 4 partitions each (1 with a loop per partition)."""
+    wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+    n1 = cluster.node(1)
+    r = create_topic(n1, "sessions", partitions=12, replication_factor=3)
+    assert r.status_code == 201, r.text
+    for p in range(12):
+        wait_until(lambda p=p: isr_of(n1, "sessions", p) == [1, 2, 3], 20.0, f"ISR of three for partition {p}")
+    for node in (cluster.node(i) for i in (1, 2, 3)):
+        requests_before = counter(node, "ringlog_replica_fetch_requests_total")
+        partitions_before = counter(node, "ringlog_replica_fetch_partitions_total")
+        # Idle, each session's fetch waits replica.fetch.wait.max.ms (500 ms) at its leader: 8
+        # requests take about 2 s.
+        wait_until(lambda: counter(node, "ringlog_replica_fetch_requests_total") >= requests_before + 8, 20.0,
+                   f"8 more fetches from node {node.node_id}")
+        sent = counter(node, "ringlog_replica_fetch_requests_total") - requests_before
+        named = counter(node, "ringlog_replica_fetch_partitions_total") - partitions_before
+        assert named / sent >= 3.0, f"node {node.node_id}: {sent} fetches named {named} partitions"
+
+
+def test_acks_all_is_not_held_behind_a_leaders_other_partitions_parked_fetches(ringlog_bin, tmp_path):
+    """With a fetch loop per partition, a follower kept one Fetch parked at its leader for every
+    partition it followed there, all on one cluster connection, whose server reads at most 64
+    requests ahead (rpc::constants::connection_in_flight_requests_max): past 64 partitions per
+    leader the fetch that reports an acks=all write waited for one of the idle ones to time out
+    (replica.fetch.wait.max.ms), 250 ms on average with the default 500 ms (found by the session 40
+    new user: 40 topics of 3 partitions, one broker dead). One session per leader parks one Fetch.
+    200 partitions of replication factor 3 (each node leads about 67), the wait raised to 10 s so
+    the old loops are unmistakable: five acks=all writes in a row take well under 5 s."""
+    c = Cluster(tmp_path, extra_sets=["replica.fetch.wait.max.ms=10000"]).start()
+    try:
+        wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+        n1 = c.node(1)
+        r = create_topic(n1, "many", partitions=200, replication_factor=3)
+        assert r.status_code == 201, r.text
+        wait_until(lambda: all(isr_of(n1, "many", p) == [1, 2, 3] for p in (0, 100, 199)), 60.0, "ISR of three")
+        assert produce(n1, "many", 0, ["warm-up"]).status_code == 200
+        started = time.monotonic()
+        for i in range(5):
+            r = produce(n1, "many", 0, [f"v{i}"])
+            assert r.status_code == 200, r.text
+        took = time.monotonic() - started
+        assert took < 5.0, f"five acks=all writes took {took:.1f} s"
+    finally:
+        c.stop()
