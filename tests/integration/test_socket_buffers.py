@@ -8,7 +8,6 @@ queues were bounded. Linux doubles the value set (its bookkeeping), so a socket 
 2 x socket.send.buffer.bytes, and one more segment.
 """
 import base64
-import json
 import os
 import re
 import socket
@@ -17,7 +16,7 @@ import subprocess
 import requests
 
 from conftest import Broker, free_port, wait_until
-from test_websocket_queue import masked_frame, never_reading_session
+from test_websocket_queue import subscribed_never_reading
 from tls_certs import Material
 
 SUBSCRIBERS = 16
@@ -57,12 +56,7 @@ def test_websocket_subscribers_that_never_read_hold_at_most_the_send_buffer_in_t
     socks = []
     try:
         for i in range(SUBSCRIBERS):
-            s = never_reading_session(b.port)
-            s.setblocking(True)
-            s.sendall(masked_frame(json.dumps({"type": "subscribe", "id": i, "topic": topic_name,
-                                               "position": "earliest"})))
-            s.sendall(masked_frame(json.dumps({"type": "credit", "records": RECORDS})))
-            socks.append(s)
+            socks.append(subscribed_never_reading(b.port, i, topic_name, RECORDS))
         ports = {s.getsockname()[1] for s in socks}
         last = {}
 

@@ -6,13 +6,12 @@ certificate, a stranger CA's certificate, plaintext frames. Certificates come fr
 import signal
 import socket
 import ssl
-import struct
 
 import pytest
 import requests
 
 import kafka_wire
-from conftest import send_until_closed, wait_until
+from conftest import read_kafka_answer, read_to_close_notify, send_until_closed, strict_tls_connections, wait_until
 from test_cluster import FAILOVER_DEADLINE_S, Cluster
 from test_replication import isr_of, leader_of, produce, read_all
 from tls_certs import Material
@@ -181,27 +180,16 @@ def test_a_controlled_shutdown_ends_tls_cluster_connections_with_close_notify(ri
     node = c.node(1)
     ctx = ssl.create_default_context(cafile=certs.ca_file)
     ctx.check_hostname = False
-    ctx.options &= ~ssl.OP_IGNORE_UNEXPECTED_EOF   # Python 3.10+ sets it: an EOF without close_notify is an error here
     ctx.load_cert_chain(certs.alice_crt, certs.alice_key)   # signed by the cluster's CA; no authorizer
     peers = []
     try:
-        for correlation_id in range(3):
-            raw = socket.create_connection(("127.0.0.1", node.cluster_port), timeout=10)
-            # suppress_ragged_eofs=False: a TCP close without close_notify raises SSLEOFError.
-            tls = ctx.wrap_socket(raw, server_hostname="127.0.0.1", suppress_ragged_eofs=False)
-            peers.append(tls)
+        peers = strict_tls_connections(ctx, node.cluster_port, 3, server_hostname="127.0.0.1")
+        for correlation_id, tls in enumerate(peers):
             # ApiVersions v0 under a node's client id, answered: the connection is served.
             tls.sendall(kafka_wire.frame(18, 0, correlation_id, b"", client_id="ringlog-node-2"))
-            answer = b""
-            while len(answer) < 4 or len(answer) < 4 + struct.unpack(">i", answer[:4])[0]:
-                chunk = tls.recv(65536)
-                assert chunk, answer
-                answer += chunk
+            read_kafka_answer(tls)
         node.proc.send_signal(signal.SIGTERM)
-        for tls in peers:
-            tls.settimeout(10)
-            while tls.recv(65536):   # raises SSLEOFError on a TCP close without close_notify
-                pass
+        read_to_close_notify(peers)
         assert node.proc.wait(30) == 0
     finally:
         for tls in peers:

@@ -16,7 +16,7 @@ import pytest
 import requests
 import websockets
 
-from conftest import Broker, binary_path, free_port, wait_until
+from conftest import Broker, binary_path, free_port, read_to_close_notify, strict_tls_connections, wait_until
 from tls_certs import Material
 
 JSONV2 = "application/vnd.kafka.json.v2+json"
@@ -192,24 +192,15 @@ def test_a_controlled_shutdown_ends_https_connections_with_close_notify(ringlog_
     b.start()
     context = ssl.create_default_context(cafile=certs.ca_file)
     context.check_hostname = False
-    context.options &= ~ssl.OP_IGNORE_UNEXPECTED_EOF   # Python 3.10+ sets it: an EOF without close_notify is an error here
     clients = []
     try:
-        for _ in range(3):
-            raw = socket.create_connection(("127.0.0.1", https), timeout=10)
-            # suppress_ragged_eofs=False: a TCP close without close_notify raises SSLEOFError.
-            tls = context.wrap_socket(raw, server_hostname="localhost", suppress_ragged_eofs=False)
-            tls.do_handshake()
-            clients.append(tls)
+        clients = strict_tls_connections(context, https, 3)
         # Every connection is served (a keep-alive request answered) before the stop.
         for tls in clients:
             tls.sendall(b"GET /v1/health HTTP/1.1\r\nHost: localhost\r\n\r\n")
             assert read_http_answer(tls).startswith(b"HTTP/1.1 200"), tls
         b.proc.send_signal(signal.SIGTERM)
-        for tls in clients:
-            tls.settimeout(10)
-            while tls.recv(65536):   # raises SSLEOFError on a TCP close without close_notify
-                pass
+        read_to_close_notify(clients)
     finally:
         for tls in clients:
             tls.close()
