@@ -214,20 +214,6 @@ def scrape_one(url):
     return out
 
 
-def fetch_counters():
-    """(Fetch requests followers sent, partitions they named) summed over every node; None from a
-    build without the counters (before one fetch per leader)."""
-    sent = named = 0
-    for url in HTTPS_OF_NODES:
-        text = requests.get(url + "/metrics", timeout=10).text
-        r = re.search(r"^ringlog_replica_fetch_requests_total (\S+)$", text, re.M)
-        p = re.search(r"^ringlog_replica_fetch_partitions_total (\S+)$", text, re.M)
-        if not r or not p:
-            return None
-        sent, named = sent + float(r.group(1)), named + float(p.group(1))
-    return sent, named
-
-
 def breakdown(before, after):
     """{label: (count, mean ms, p99 ms upper bound)} of the histograms' delta over a run."""
     rows = {}
@@ -251,7 +237,7 @@ def breakdown(before, after):
 
 def kafka_run(rate, seconds):
     topic = new_topic()
-    before, fetches_before, cpu_before, started = scrape(), fetch_counters(), cpu_sample(), time.monotonic()
+    before, cpu_before, started = scrape(), cpu_sample(), time.monotonic()
     out = subprocess.run(taskset("CLIENT_CPUS") + [CLIENT, "--bootstrap", KAFKA, "--topic", topic, "--partitions",
                                                    str(PARTITIONS), "--rate", str(int(rate)), "--seconds", str(seconds),
                                                    "--linger-ms", LINGER_MS],
@@ -261,9 +247,6 @@ def kafka_run(rate, seconds):
     result = json.loads(out.stdout)
     result["cpu"] = cpu_use(cpu_before, cpu_sample(), time.monotonic() - started)
     result["breakdown"] = breakdown(before, scrape())
-    fetches_after = fetch_counters()
-    if fetches_before and fetches_after and NODES > 1:
-        result["follower_fetches"] = [a - b for a, b in zip(fetches_after, fetches_before)]
     return result
 
 
@@ -473,10 +456,6 @@ def run_bench(data, voters, procs, logs):
         if "breakdown" in r:
             print(f"\nBroker breakdown, {transport} at {rate:,.0f}/s (delta of /metrics over the run):")
             print_breakdown(r["breakdown"])
-            if r.get("follower_fetches"):
-                sent, named = r["follower_fetches"]
-                print(f"\nFollowers' Fetch requests: {sent:,.0f} ({sent / RUN_SECONDS:,.0f}/s over the run), naming "
-                      f"{named:,.0f} partitions: {named / max(sent, 1):.2f} per request")
     if limit:
         print("\nfio on the same file system:", json.dumps({k: round(v, 3) for k, v in limit.items()}))
     for rate, f in at_rates.items():

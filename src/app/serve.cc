@@ -880,7 +880,6 @@ broker::broker_config to_broker_config(const config::server_config& c) {
   b.producer_id_expiration_ms = c.producer_id_expiration_ms;
   b.replica_fetch_wait_max_ms = c.replica_fetch_wait_max_ms;
   b.replica_fetch_max_bytes = c.replica_fetch_max_bytes;
-  b.replica_fetch_response_max_bytes = c.replica_fetch_response_max_bytes;
   b.replica_fetch_backoff_ms = c.replica_fetch_backoff_ms;
   b.leader_replication_throttled_rate = c.leader_replication_throttled_rate;
   b.follower_replication_throttled_rate = c.follower_replication_throttled_rate;

@@ -86,7 +86,7 @@ constexpr const char* kafka_static_configs[] = {
     "controller.quorum.election.timeout.ms", "controller.quorum.election.backoff.max.ms",
     "controller.quorum.fetch.timeout.ms", "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
     "leader.imbalance.per.broker.percentage", "unclean.leader.election.enable", "replica.lag.time.max.ms",
-    "replica.fetch.max.bytes", "replica.fetch.response.max.bytes", "replica.fetch.wait.max.ms", "replica.fetch.backoff.ms",
+    "replica.fetch.max.bytes", "replica.fetch.wait.max.ms", "replica.fetch.backoff.ms",
     "group.initial.rebalance.delay.ms", "producer.id.expiration.ms",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms", "authorizer.class.name", "super.users",
     "allow.everyone.if.no.acl.found", "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",

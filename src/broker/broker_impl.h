@@ -90,9 +90,6 @@ class broker_impl final : public broker {
   [[nodiscard]] replication_throttle_figures replication_throttling() const override {
     return parts_.replication_throttles_.figures();
   }
-  [[nodiscard]] replica_fetcher_figures replica_fetching() const override {
-    return {parts_.replica_fetcher_.fetches_sent(), parts_.replica_fetcher_.fetch_partitions_sent()};
-  }
   [[nodiscard]] autobalancer_figures autobalancer_moves() const override {
     return parts_.controller_.autobalancer_moves();
   }

@@ -138,7 +138,6 @@ replica_fetch_settings replica_manager::replica_fetch_settings_of(const broker_c
       .node_id = config.node_id,
       .replica_fetch_wait_max_ms = config.replica_fetch_wait_max_ms,
       .replica_fetch_max_bytes = config.replica_fetch_max_bytes,
-      .replica_fetch_response_max_bytes = config.replica_fetch_response_max_bytes,
       .replica_fetch_backoff_ms = config.replica_fetch_backoff_ms,
       .isr_lag_time_max_ms = std::max(config.replica_lag_time_max_ms, config.broker_session_timeout_ms),
       .fsync_before_next_fetch = follower_fsyncs_before_fetch(config),

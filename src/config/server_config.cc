@@ -929,11 +929,7 @@ const std::vector<key_spec>& key_table() {
       int_key("replica.fetch.wait.max.ms", &server_config::replica_fetch_wait_max_ms, 0, 60000,
               "longest wait of a follower's fetch at its leader when there is nothing new, ms"),
       int_key("replica.fetch.max.bytes", &server_config::replica_fetch_max_bytes, 1024, 1 << 30,
-              "bytes of batches one follower fetch asks for per partition (at least one batch is returned)"),
-      int_key("replica.fetch.response.max.bytes", &server_config::replica_fetch_response_max_bytes, 1024,
-              64 << 20,
-              "bytes of batches one follower fetch asks for over all the partitions it names, one per leader "
-              "(the first batch goes whole; at most 64 MiB, well inside the 100 MiB frame)"),
+              "bytes of batches one follower fetch asks for (at least one batch is returned)"),
       int_key("replica.fetch.backoff.ms", &server_config::replica_fetch_backoff_ms, 0, 60000,
               "wait after a failed follower fetch before the next, ms"),
       bool_key("unclean.leader.election.enable", &server_config::unclean_leader_election_enable,

@@ -161,7 +161,6 @@ void get_metrics(const call_ptr& c) {
                                                   call.broker().cleaner_step_time());
     r.body += render_client_quota_metrics(call.broker().security().client_quota_usages());   // issue 31
     r.body += render_replication_throttle_metrics(call.broker().replication_throttling());   // issue 33
-    r.body += render_replica_fetcher_metrics(call.broker().replica_fetching());
     r.body += render_autobalancer_metrics(call.broker().autobalancer_moves());               // issue 33
     r.body += render_broker_partition_metrics(topics, call.broker().config().node_id);
     r.body += render_controller_metrics(call.broker().config().node_id, call.broker().admin().controller_id());

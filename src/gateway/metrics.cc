@@ -313,18 +313,6 @@ std::string render_client_quota_metrics(const std::vector<broker::client_quota_u
   return out;
 }
 
-std::string render_replica_fetcher_metrics(const broker::replica_fetcher_figures& figures) {
-  return fmt::format(
-      "# HELP ringlog_replica_fetch_requests_total Fetch requests this broker sent its leaders as a follower since "
-      "start (one session per shard and leader names every partition it follows there).\n"
-      "# TYPE ringlog_replica_fetch_requests_total counter\n"
-      "ringlog_replica_fetch_requests_total {}\n"
-      "# HELP ringlog_replica_fetch_partitions_total Partitions those Fetch requests named since start.\n"
-      "# TYPE ringlog_replica_fetch_partitions_total counter\n"
-      "ringlog_replica_fetch_partitions_total {}\n",
-      figures.fetches_total, figures.partitions_total);
-}
-
 std::string render_replication_throttle_metrics(const broker::replication_throttle_figures& figures) {
   const std::pair<const char*, const broker::replication_throttle_side_figures*> sides[] = {
       {"leader", &figures.leader}, {"follower", &figures.follower}};

@@ -75,9 +75,6 @@ std::string render_client_quota_metrics(const std::vector<broker::client_quota_u
 /// since start, as ringlog_replication_throttled_bytes_total{side="leader|follower"} and
 /// ringlog_replication_throttle_time_ms_total{side=...} (broker::replication_throttle_figures).
 std::string render_replication_throttle_metrics(const broker::replication_throttle_figures& figures);
-/// The follower's Fetch requests to its leaders and the partitions they named since start, as
-/// ringlog_replica_fetch_requests_total and ringlog_replica_fetch_partitions_total (counters).
-std::string render_replica_fetcher_metrics(const broker::replica_fetcher_figures& figures);
 
 /// Issue 33: the partition reassignments the autobalancer started since start, as
 /// ringlog_autobalancer_moves_started_total{reason="node_add|balance|unavailable"}.

@@ -442,8 +442,7 @@ result<fetch_response> partition_runtime::read_for_fetch(const fetch_params& req
 
 protocol::fetch_response_data::partition_data partition_runtime::read_for_replica(int32_t replica_id,
                                                                                   model::offset fetch_offset,
-                                                                                  int32_t max_bytes,
-                                                                                  replica_fetch_budget* budget) {
+                                                                                  int32_t max_bytes) {
   assert_on_shard();
   protocol::fetch_response_data::partition_data out;
   out.partition_index = partition;
@@ -457,12 +456,7 @@ protocol::fetch_response_data::partition_data partition_runtime::read_for_replic
   const int64_t rate = throttled ? context_->leader_replication_throttled_rate() : 0;
   const int64_t now = context_->clock.now_ms();
   if (throttled && context_->acquire_leader_throttle(rate, now) > 0) return out;
-  if (fetch_offset == log->log_end_offset()) return out;   // nothing new: no budget taken
-  if (budget != nullptr && (max_bytes = budget->reserve(std::max(max_bytes, 1))) == 0) return out;   // the answer is full
   auto read = log->read(fetch_offset, static_cast<size_t>(std::max(max_bytes, 1)), log->log_end_offset());
-  if (budget != nullptr) {
-    budget->give_back(max_bytes - static_cast<int64_t>(read.ok() ? read->batches.size() : 0));
-  }
   if (!read.ok()) {
     out.error_code = read.error().code == storage::errc::offset_out_of_range ? code_offset_out_of_range
                                                                               : code_not_leader_or_follower;
@@ -496,7 +490,7 @@ void partition_runtime::wake_replica_waiters() {
       continue;
     }
     w->completed = true;
-    w->done(read_for_replica(w->replica_id, w->fetch_offset, w->max_bytes, w->budget.get()));
+    w->done(read_for_replica(w->replica_id, w->fetch_offset, w->max_bytes));
   }
 }
 

@@ -49,45 +49,6 @@ protocol::fetch_response_data::partition_data partition_error(int32_t partition,
 
 }  // namespace
 
-/// The partitions of one follower's fetch, parked together: the first to be answered (records, an
-/// error, a moved high watermark, the wait over) answers the others at once, so the fetch returns
-/// as soon as any partition has something (Kafka's DelayedFetch with MinBytes 1). Partitions of
-/// one fetch may sit on several shards: each shard touches only its own waiters.
-struct replica_fetch_group {
-  explicit replica_fetch_group(int64_t response_bytes_max)
-      : budget(std::make_shared<replica_fetch_budget>(response_bytes_max)) {}
-  /// The fetch's MaxBytes over all its partitions (the follower's replica.fetch.response.max.bytes).
-  std::shared_ptr<replica_fetch_budget> budget;
-  std::mutex mutex;
-  bool answering = false;   // a partition was answered: the others are answered at once
-  struct parked_waiter {
-    size_t shard = 0;
-    std::weak_ptr<partition_runtime> rt;
-    std::weak_ptr<replica_fetch_waiter> waiter;
-  };
-  std::vector<parked_waiter> parked;
-};
-
-namespace {
-
-/// On `shard`: answers a parked follower fetch now with what its partition holds (the timer's
-/// answer, early).
-void answer_parked(const std::weak_ptr<partition_runtime>& weak, const std::weak_ptr<replica_fetch_waiter>& weak_waiter) {
-  auto w = weak_waiter.lock();
-  auto rt = weak.lock();
-  if (!w || w->completed) return;
-  w->completed = true;
-  if (rt) {
-    std::erase_if(rt->replica_waiters, [&](const auto& x) { return x == w; });
-    return w->done(rt->read_for_replica(w->replica_id, w->fetch_offset, w->max_bytes, w->budget.get()));
-  }
-  protocol::fetch_response_data::partition_data gone;
-  gone.error_code = code_not_leader_or_follower;
-  w->done(std::move(gone));
-}
-
-}  // namespace
-
 replica_fetch_server::replica_fetch_server(replica_fetcher_host& host, replica_fetch_settings settings,
                                            const base::clock& clock, runtime::shard_runtime& runtime,
                                            const rpc::transport* cluster_transport, const std::atomic<bool>& stopping)
@@ -118,28 +79,24 @@ void replica_fetch_server::handle_replica_fetch(const protocol::request_header_d
   for (const auto& t : request.topics) total += t.partitions.size();
   if (total == 0) return rpc::respond_with(g->header, g->response, g->respond);
   g->remaining = total;
-  const int64_t wait_ms = std::min<int64_t>(request.max_wait_ms, settings_.replica_fetch_wait_max_ms);
-  // Kafka's FetchRequest MaxBytes (v3+): the whole answer's bound; 0 or less from an older peer: none.
-  auto group = std::make_shared<replica_fetch_group>(request.max_bytes > 0 ? request.max_bytes : INT64_MAX);
+  // Only a fetch of one partition waits for new records (followers here send one per partition).
+  const int64_t wait_ms = total == 1 ? std::min<int64_t>(request.max_wait_ms, settings_.replica_fetch_wait_max_ms) : 0;
   const auto image = host_.replication_image();
   for (const auto& t : request.topics) {
     const controller::topic_image* topic = image->find_topic(t.topic_id);
     for (const auto& part : t.partitions) {
-      auto finish = [this, g, group, topic_id = t.topic_id](protocol::fetch_response_data::partition_data out) {
-        {
-          std::lock_guard lock(g->mutex);
-          auto it = std::find_if(g->response.responses.begin(), g->response.responses.end(),
-                                 [&](const auto& r) { return r.topic_id == topic_id; });
-          if (it == g->response.responses.end()) {
-            protocol::fetch_response_data::fetchable_topic_response r;
-            r.topic_id = topic_id;
-            g->response.responses.push_back(std::move(r));
-            it = std::prev(g->response.responses.end());
-          }
-          it->partitions.push_back(std::move(out));
-          if (--g->remaining == 0) return rpc::respond_with(g->header, g->response, g->respond);
+      auto finish = [g, topic_id = t.topic_id](protocol::fetch_response_data::partition_data out) {
+        std::lock_guard lock(g->mutex);
+        auto it = std::find_if(g->response.responses.begin(), g->response.responses.end(),
+                               [&](const auto& r) { return r.topic_id == topic_id; });
+        if (it == g->response.responses.end()) {
+          protocol::fetch_response_data::fetchable_topic_response r;
+          r.topic_id = topic_id;
+          g->response.responses.push_back(std::move(r));
+          it = std::prev(g->response.responses.end());
         }
-        answer_group_now(*group);
+        it->partitions.push_back(std::move(out));
+        if (--g->remaining == 0) rpc::respond_with(g->header, g->response, g->respond);
       };
       if (topic == nullptr || part.partition < 0 || part.partition >= static_cast<int32_t>(topic->partitions.size())) {
         finish(partition_error(part.partition, code_unknown_topic_or_partition));
@@ -147,32 +104,19 @@ void replica_fetch_server::handle_replica_fetch(const protocol::request_header_d
       }
       const size_t shard = host_.replica_shard(topic->name, part.partition);
       runtime_.post(shard, [this, shard, name = topic->name, part, replica_id,
-                            replica_epoch = request.replica_state.replica_epoch, wait_ms, group, finish]() mutable {
+                            replica_epoch = request.replica_state.replica_epoch, wait_ms, finish]() mutable {
         auto rt = host_.replica_on_shard(shard, name, part.partition);
         if (!rt) return finish(partition_error(part.partition, code_not_leader_or_follower));
-        serve_replica_fetch(shard, rt, replica_id, replica_epoch, part, wait_ms, group, std::move(finish));
+        serve_replica_fetch(shard, rt, replica_id, replica_epoch, part, wait_ms, std::move(finish));
       });
     }
-  }
-}
-
-void replica_fetch_server::answer_group_now(replica_fetch_group& group) {
-  std::vector<replica_fetch_group::parked_waiter> parked;
-  {
-    std::lock_guard lock(group.mutex);
-    if (group.answering) return;
-    group.answering = true;
-    parked = std::move(group.parked);
-  }
-  for (auto& p : parked) {
-    runtime_.post(p.shard, [rt = std::move(p.rt), waiter = std::move(p.waiter)] { answer_parked(rt, waiter); });
   }
 }
 
 void replica_fetch_server::serve_replica_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt,
                                                int32_t replica_id, int64_t replica_epoch,
                                                const protocol::fetch_request_data::fetch_partition& request,
-                                               int64_t wait_ms, const std::shared_ptr<replica_fetch_group>& group,
+                                               int64_t wait_ms,
                                                std::function<void(protocol::fetch_response_data::partition_data)> done) {
   // The read and, answered at once, the answer's encoding and write (done); with the high
   // watermark moving, the acks=all produce answers it releases count here too.
@@ -218,24 +162,7 @@ void replica_fetch_server::serve_replica_fetch(size_t shard, const std::shared_p
   }
   // The follower's log start offset: a DeleteRecords waits for it (the low watermark, KIP-107).
   rt->leader->on_follower_log_start(replica_id, model::offset{request.log_start_offset});
-  // A parked fetch of this replica for this partition is superseded by this one (its follower's
-  // session sent a newer fetch, or a newer leadership's loop did): answered at once without its
-  // records, which the follower drops.
-  std::vector<std::shared_ptr<replica_fetch_waiter>> superseded_waiters;
-  for (const auto& w : rt->replica_waiters) {
-    if (w->replica_id == replica_id && !w->completed) superseded_waiters.push_back(w);
-  }
-  std::erase_if(rt->replica_waiters, [replica_id](const auto& w) { return w->replica_id == replica_id; });
-  for (const auto& w : superseded_waiters) {
-    w->completed = true;
-    protocol::fetch_response_data::partition_data superseded;
-    superseded.partition_index = rt->partition;
-    superseded.high_watermark = out.high_watermark;
-    superseded.log_start_offset = out.log_start_offset;
-    w->done(std::move(superseded));
-  }
-  auto answer = rt->read_for_replica(replica_id, fetch_offset, request.partition_max_bytes,
-                                     group ? group->budget.get() : nullptr);
+  auto answer = rt->read_for_replica(replica_id, fetch_offset, request.partition_max_bytes);
   if (answer.error_code != code_none || (answer.records && !answer.records->empty()) || wait_ms <= 0 || stopping_) {
     return done(std::move(answer));
   }
@@ -247,21 +174,23 @@ void replica_fetch_server::serve_replica_fetch(size_t shard, const std::shared_p
   w->replica_id = replica_id;
   w->fetch_offset = fetch_offset;
   w->max_bytes = request.partition_max_bytes;
-  if (group) w->budget = group->budget;
   w->done = std::move(done);
+  rt->replica_waiters.push_back(w);
   std::weak_ptr<partition_runtime> weak = rt;
   std::weak_ptr<replica_fetch_waiter> weak_waiter = w;
-  if (group) {
-    std::unique_lock lock(group->mutex);
-    if (group->answering) {   // another partition of this fetch was answered: no wait
-      lock.unlock();
-      w->completed = true;
-      return w->done(std::move(answer));
+  runtime_.post_after(shard, wait_ms, [weak, weak_waiter] {
+    auto w = weak_waiter.lock();
+    auto rt = weak.lock();
+    if (!w || w->completed) return;
+    w->completed = true;
+    if (rt) {
+      std::erase_if(rt->replica_waiters, [&](const auto& x) { return x == w; });
+      return w->done(rt->read_for_replica(w->replica_id, w->fetch_offset, w->max_bytes));
     }
-    group->parked.push_back({shard, weak, weak_waiter});
-  }
-  rt->replica_waiters.push_back(w);
-  runtime_.post_after(shard, wait_ms, [weak, weak_waiter] { answer_parked(weak, weak_waiter); });
+    protocol::fetch_response_data::partition_data gone;
+    gone.error_code = code_not_leader_or_follower;
+    w->done(std::move(gone));
+  });
 }
 
 // ---------------------------------------------------------------- the leader's tick and ISR changes

@@ -122,7 +122,6 @@ struct broker_config {
   int64_t producer_id_expiration_ms = 86'400'000;           // producer.id.expiration.ms: idle idempotent producers are forgotten (KIP-98)
   int64_t replica_fetch_wait_max_ms = 500;                  // replica.fetch.wait.max.ms: a follower's long-poll at its leader
   int32_t replica_fetch_max_bytes = 1024 * 1024;            // replica.fetch.max.bytes: batches per follower fetch (at least one)
-  int32_t replica_fetch_response_max_bytes = 10 * 1024 * 1024;   // replica.fetch.response.max.bytes: over all its partitions
   int64_t replica_fetch_backoff_ms = 100;                   // replica.fetch.backoff.ms: after a failed follower fetch
   /// leader.replication.throttled.rate / follower.replication.throttled.rate (KIP-73, dynamic):
   /// bytes/s of replication to or by replicas outside a partition's ISR, broker-wide; the default
@@ -163,13 +162,6 @@ struct replication_throttle_side_figures {
 struct replication_throttle_figures {
   replication_throttle_side_figures leader;
   replication_throttle_side_figures follower;
-};
-
-/// The follower's fetches since start (partition/replica_fetcher.h): Fetch requests sent to
-/// leaders and the partitions they named, one session per shard and leader.
-struct replica_fetcher_figures {
-  int64_t fetches_total = 0;
-  int64_t partitions_total = 0;
 };
 
 /// A consumer instance's retry settings when it gives none: the broker's defaults.
@@ -502,8 +494,6 @@ class broker {
   [[nodiscard]] virtual io::latency_histogram::snapshot cleaner_step_time() const = 0;
   /// What replication throttling held back since start, per side; for /metrics. Any thread.
   [[nodiscard]] virtual replication_throttle_figures replication_throttling() const = 0;
-  /// The follower's Fetch requests and the partitions they named since start; for /metrics. Any thread.
-  [[nodiscard]] virtual replica_fetcher_figures replica_fetching() const = 0;
   /// Reassignments the partition autobalancer started since start, by reason; for /metrics. Any thread.
   [[nodiscard]] virtual autobalancer_figures autobalancer_moves() const = 0;
 

@@ -243,7 +243,6 @@ struct server_config {
   int64_t producer_id_expiration_ms = 86'400'000;           // producer.id.expiration.ms: idle idempotent producers are forgotten
   int64_t replica_fetch_wait_max_ms = 500;                  // replica.fetch.wait.max.ms: a follower's long-poll at its leader
   int32_t replica_fetch_max_bytes = 1024 * 1024;            // replica.fetch.max.bytes: batches per follower fetch (at least one)
-  int32_t replica_fetch_response_max_bytes = 10 * 1024 * 1024;   // replica.fetch.response.max.bytes: over all its partitions
   int64_t replica_fetch_backoff_ms = 100;                   // replica.fetch.backoff.ms: after a failed follower fetch
   int64_t leader_replication_throttled_rate = INT64_MAX;    // leader.replication.throttled.rate: bytes/s (KIP-73)
   int64_t follower_replication_throttled_rate = INT64_MAX;  // follower.replication.throttled.rate: bytes/s (KIP-73)

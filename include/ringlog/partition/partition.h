@@ -11,7 +11,6 @@
 // Ownership by shard: a partition_runtime is touched only on its shard's thread; its entry
 // points assert it (partition_context::current_shard).
 
-#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <functional>
@@ -101,34 +100,11 @@ struct ack_waiter {
   int64_t durable_ns = 0;   // base::monotonic_ns when it was durable here (metrics: replication wait)
 };
 
-/// The bytes one follower fetch's answer may still take over all its partitions: the fetch's
-/// MaxBytes, replica.fetch.response.max.bytes on the follower (Kafka's rule: not an absolute
-/// bound, the first batch read goes whole). Partitions of one fetch read on several shards.
-class replica_fetch_budget {
- public:
-  explicit replica_fetch_budget(int64_t bytes) : bytes_left_(bytes) {}
-  /// Takes up to `want` bytes for one partition's read: 0 when the answer is full.
-  int32_t reserve(int32_t want) {
-    int64_t left = bytes_left_.load(std::memory_order_relaxed);
-    while (left > 0) {
-      const int64_t take = std::min<int64_t>(want, left);
-      if (bytes_left_.compare_exchange_weak(left, left - take, std::memory_order_relaxed)) return static_cast<int32_t>(take);
-    }
-    return 0;
-  }
-  /// What a read reserved and did not use (negative: it went over, with a first batch).
-  void give_back(int64_t bytes) { bytes_left_.fetch_add(bytes, std::memory_order_relaxed); }
-
- private:
-  std::atomic<int64_t> bytes_left_;
-};
-
 /// A follower's fetch parked at its leader until there is something new (replica.fetch.wait.max.ms).
 struct replica_fetch_waiter {
   int32_t replica_id = -1;
   model::offset fetch_offset{0};
   int32_t max_bytes = 0;
-  std::shared_ptr<replica_fetch_budget> budget;   // the whole fetch's; null: max_bytes only
   bool completed = false;
   std::function<void(protocol::fetch_response_data::partition_data)> done;
 };
@@ -331,11 +307,9 @@ class partition_runtime : public std::enable_shared_from_this<partition_runtime>
 
   // followers' fetches, leader side (partition.cc)
   /// The answer to a follower's fetch at `fetch_offset`: the batches from there to the log end
-  /// (at most `max_bytes`, at least one batch), none while the leader throttle holds it back or
-  /// when `budget` (the whole fetch's, may be null) is spent.
+  /// (at most `max_bytes`, at least one batch), none while the leader throttle holds it back.
   protocol::fetch_response_data::partition_data read_for_replica(int32_t replica_id, model::offset fetch_offset,
-                                                                 int32_t max_bytes,
-                                                                 replica_fetch_budget* budget = nullptr);
+                                                                 int32_t max_bytes);
   /// How long the leader throttle holds back a follower outside the ISR (0: in sync, or bytes left).
   int64_t replica_held_back_ms(int32_t replica_id);
   /// Answers the followers' parked fetches that may be answered now (not held back).

@@ -3,11 +3,10 @@
 // section 6, Kafka's pull model, KIP-101/279/320/497, KIP-73's replication throttles), defined in
 // src/partition/replica_fetcher.cc and replica_fetch_server.cc:
 //   - replica_fetcher (replica_fetcher.cc, Kafka's ReplicaFetcherThread): on a follower, one
-//     fetch session per shard and leader, whose Fetch names every partition the shard follows
-//     from that leader, appending what it sends, truncating where the leader says the logs
-//     diverge (KIP-320), learning the high watermark and the leader's log start offset
-//     (KIP-107); and the per-shard replication tick (ISR checks, acks=all deadlines, idle
-//     followers);
+//     fetch loop per partition to its leader, appending what it sends, truncating where the
+//     leader says the logs diverge (KIP-320), learning the high watermark and the leader's log
+//     start offset (KIP-107); and the per-shard replication tick (ISR checks, acks=all
+//     deadlines, idle followers);
 //   - replica_fetch_server (replica_fetch_server.cc, Kafka's ReplicaManager.fetchMessages for a
 //     replica id and Partition.maybeShrinkIsr/maybeExpandIsr): on the leader, followers' Fetch
 //     requests, parked until there is something new, and the ISR changes leader_state asks for,
@@ -24,10 +23,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "ringlog/base/clock.h"
 #include "ringlog/controller/metadata_image.h"
@@ -72,15 +69,11 @@ class replica_fetcher_host {
   virtual void log_error(const std::string& message) const = 0;
 };
 
-struct replica_fetch_group;   // replica_fetch_server.cc: the partitions of one follower's fetch
-
 /// The static broker configs replication reads (Kafka's names).
 struct replica_fetch_settings {
   int32_t node_id = -1;                    ///< node.id: this broker, the replica id of its fetches
   int64_t replica_fetch_wait_max_ms = 0;   ///< replica.fetch.wait.max.ms: the long-poll, both sides
-  int32_t replica_fetch_max_bytes = 0;     ///< replica.fetch.max.bytes: batches per partition of a fetch (at least one)
-  /// replica.fetch.response.max.bytes: batches of one fetch over all its partitions (the first whole)
-  int32_t replica_fetch_response_max_bytes = 0;
+  int32_t replica_fetch_max_bytes = 0;     ///< replica.fetch.max.bytes: batches per fetch (at least one)
   int64_t replica_fetch_backoff_ms = 0;    ///< replica.fetch.backoff.ms: after a failed fetch
   /// How long a follower may lag before it leaves the ISR: replica.lag.time.max.ms, never below
   /// broker.session.timeout.ms (a paused former leader still inside its leadership lease must
@@ -101,22 +94,18 @@ class replica_fetch_server {
 
   /// A follower's Fetch (`replica_id` >= 0; topics by id, v13 and up): each partition served on
   /// its shard (serve_replica_fetch) and the answers gathered into one response, sent with
-  /// `respond` at the request's version. When none of its partitions has anything new the fetch
-  /// waits (at most its MaxWaitMs and replica.fetch.wait.max.ms); the first partition to be
-  /// answered (records, an error, a moved high watermark) answers the others at once (Kafka's
-  /// DelayedFetch with MinBytes 1). Any thread.
+  /// `respond` at the request's version. Only a fetch of one partition waits for new records
+  /// (followers here send one per partition). Any thread.
   void handle_replica_fetch(const protocol::request_header_data& header, const protocol::fetch_request_data& request,
                             int32_t replica_id, rpc::respond_fn respond);
   /// On `rt`'s shard: one partition of a follower's fetch. Errors in the answer:
   /// not_leader_or_follower, fenced_leader_epoch / unknown_leader_epoch (KIP-320: the follower's
   /// epoch is older / newer), offset_out_of_range, or the diverging epoch (KIP-320). Nothing new
-  /// (or held back by the leader throttle): parked up to `wait_ms`, unless another partition of
-  /// `group` (the same fetch; null when it names one partition) was answered meanwhile. A parked
-  /// fetch of the same replica for this partition is answered at once: this one supersedes it.
+  /// (or held back by the leader throttle): parked up to `wait_ms`.
   /// `replica_epoch`: the broker epoch the fetch named (ReplicaState.ReplicaEpoch, KIP-903).
   void serve_replica_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt, int32_t replica_id,
                            int64_t replica_epoch, const protocol::fetch_request_data::fetch_partition& request,
-                           int64_t wait_ms, const std::shared_ptr<replica_fetch_group>& group,
+                           int64_t wait_ms,
                            std::function<void(protocol::fetch_response_data::partition_data)> done);
   /// Leader, on `rt`'s shard: proposes the ISR change leader_state asks for (AlterPartition).
   void maybe_change_isr(size_t shard, const std::shared_ptr<partition_runtime>& rt);
@@ -125,10 +114,6 @@ class replica_fetch_server {
   void leader_tick(size_t shard, const std::shared_ptr<partition_runtime>& rt, int64_t now_ms);
 
  private:
-  /// A partition of `group`'s fetch was answered: its parked partitions are answered at once,
-  /// each on its shard. Any thread.
-  void answer_group_now(replica_fetch_group& group);
-
   replica_fetcher_host& host_;
   const replica_fetch_settings settings_;
   const base::clock& clock_;
@@ -137,7 +122,7 @@ class replica_fetch_server {
   const std::atomic<bool>& stopping_;
 };
 
-/// The follower's side: one fetch session per shard and leader, and the replication tick.
+/// The follower's side: one fetch loop per followed partition, and the replication tick.
 class replica_fetcher {
  public:
   /// `leader_side`: the tick's leader part; the follower's KIP-73 bucket is the host's. Every
@@ -149,46 +134,24 @@ class replica_fetcher {
   /// Every replication_tick_ms on `shard` from now on: ISR shrinks, acks=all timeouts, idle
   /// followers. Called once per shard at start-up.
   void schedule_replication_tick(size_t shard);
-  /// On `rt`'s shard: `rt` joins the fetch session of its shard and leader unless it is in one
-  /// (or this is a single node), and is fetched at once.
+  /// On `rt`'s shard: starts its fetch loop unless one runs (or this is a single node).
   void start_follower_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt);
-  /// A new leadership (or none, or the replica deleted): the replica leaves its session when the
-  /// session next looks at it, and may join the new leader's session at once.
+  /// A new leadership (or none, or the replica deleted): loops of earlier generations end when
+  /// their pending fetch answers, and a loop of the new one may start at once.
   static void new_follower_generation(partition_runtime& rt);
-  /// Fetch requests this broker sent its leaders since start, and the partitions they named
-  /// (Kafka's FetcherStats RequestsPerSec; the ratio is the partitions per fetch). Any thread.
-  [[nodiscard]] int64_t fetches_sent() const { return fetches_sent_.load(std::memory_order_relaxed); }
-  [[nodiscard]] int64_t fetch_partitions_sent() const { return fetch_partitions_sent_.load(std::memory_order_relaxed); }
 
  private:
-  struct session;   // replica_fetcher.cc: the partitions one shard follows from one leader
-  /// What one partition of an answer leads to.
-  enum class partition_outcome { fetch_again, back_off, stopped, syncing };
-
   void replication_tick(size_t shard);
-  std::shared_ptr<session> session_of(size_t shard, int32_t leader_id);
-  /// Fetches now for the session's ready members, unless its last answer is still being synced
-  /// (the round's end fetches) or the fetch in flight already names every ready member.
-  void kick(size_t shard, const std::shared_ptr<session>& s);
-  /// Sends the session's next Fetch (superseding one in flight), naming every member that is
-  /// ready; members that no longer follow this leader leave first.
-  void send_session_fetch(size_t shard, const std::shared_ptr<session>& s);
-  /// Members whose generation moved, deleted ones and ones that lead or follow elsewhere now.
-  void prune(size_t shard, session& s);
-  void schedule_wakeup(size_t shard, const std::shared_ptr<session>& s, int64_t at_ms);
-  void on_session_answer(size_t shard, const std::shared_ptr<session>& s, uint64_t fetch_id,
-                         rpc::result<protocol::bytes> response);
-  /// One partition of the leader's answer: truncation, errors, or the append.
-  partition_outcome take_partition_answer(size_t shard, const std::shared_ptr<session>& s,
-                                          const std::shared_ptr<partition_runtime>& rt, model::offset fetch_offset,
-                                          protocol::fetch_response_data::partition_data& p);
+  void send_follower_fetch(size_t shard, std::weak_ptr<partition_runtime> weak, uint64_t generation);
+  void on_follower_fetch_response(size_t shard, const std::shared_ptr<partition_runtime>& rt, uint64_t generation,
+                                  model::offset fetch_offset, rpc::result<protocol::bytes> response);
   /// KIP-320: the leader reports where our log diverges from its own: cut there, then fetch again.
-  partition_outcome truncate_diverged(partition_runtime& rt, const protocol::fetch_response_data::partition_data& p);
-  /// Appends what the leader sent, made durable first under log.flush.policy=fsync (then
-  /// `syncing`: the session's next fetch waits for the sync), and learns the high watermark.
-  partition_outcome append_from_leader(size_t shard, const std::shared_ptr<session>& s,
-                                       const std::shared_ptr<partition_runtime>& rt,
-                                       protocol::fetch_response_data::partition_data& p);
+  void truncate_diverged(size_t shard, const std::shared_ptr<partition_runtime>& rt, uint64_t generation,
+                         const protocol::fetch_response_data::partition_data& p);
+  /// Appends what the leader sent, made durable first under log.flush.policy=fsync, then learns
+  /// the high watermark and fetches again.
+  void append_from_leader(size_t shard, const std::shared_ptr<partition_runtime>& rt, uint64_t generation,
+                          protocol::fetch_response_data::partition_data& p);
   /// Raises the replica's log start offset to its leader's (the fetch answer's LogStartOffset),
   /// at most to its high watermark, deleting the segments wholly below it (DeleteRecords and the
   /// leader's retention reach every replica, KIP-107). A storage error is logged (the log
@@ -196,8 +159,9 @@ class replica_fetcher {
   void learn_log_start_offset(partition_runtime& rt, model::offset leader_log_start);
   /// A replica that cannot follow its leader stops serving this partition until restarted; the
   /// leader drops it from the ISR after replica.lag.time.max.ms.
-  partition_outcome stop_following(partition_runtime& rt, const std::string& what, const std::string& why);
+  void stop_following(partition_runtime& rt, const std::string& what, const std::string& why);
   void note_follower_failure(partition_runtime& rt, const std::string& what);
+  void retry_follower_fetch(size_t shard, const std::shared_ptr<partition_runtime>& rt, uint64_t generation);
   [[nodiscard]] bool follows(const partition_runtime& rt) const;
 
   replica_fetcher_host& host_;
@@ -207,10 +171,6 @@ class replica_fetcher {
   rpc::transport* cluster_transport_;
   const std::atomic<bool>& stopping_;
   replica_fetch_server& leader_side_;
-  /// [shard][leader id]: the fetch sessions of each shard, touched on that shard's thread only.
-  std::vector<std::map<int32_t, std::shared_ptr<session>>> sessions_;
-  std::atomic<int64_t> fetches_sent_{0};
-  std::atomic<int64_t> fetch_partitions_sent_{0};
   /// Timers hold a weak reference: one that fires after the fetcher is gone does nothing.
   std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);
 };
