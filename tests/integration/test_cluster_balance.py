@@ -223,15 +223,18 @@ def test_a_decommission_that_cannot_finish_is_cancelled_and_refusals_name_the_re
         assert r.status_code == 200, r.text
         wait_until(lambda: isr_of(c.node(1), "stuck", 0) == [3, 4] and set(replicas_of(c.node(1), "stuck", 0)) == {3, 4}
                    and reassignments(c.node(1)) == {}, MOVE_DEADLINE_S, "partition 0 of stuck on brokers 4 and 3, in sync")
-        # A partition only on broker 4 holding 512 KiB, copied off at 8 KiB/s: the decommission's
-        # move of it is still under way when a rebalance cancel comes.
+        # A partition only on broker 4 holding 3 MiB, copied off at 8 KiB/s: the decommission's
+        # move of it is still under way when the cancels come. The throttle's bucket lets one fetch
+        # (replica.fetch.max.bytes, 1 MiB) through at once and holds the next for its debt, so the
+        # partition must hold more than one fetch (with 512 KiB the copy ended within a second on a
+        # loaded machine, before the decommission's cancel).
         r = create_topic(c.node(controller), "drained", partitions=1, replication_factor=1)
         assert r.status_code == 201, r.text
         r = requests.patch(c.node(1).v3("/topics/drained/partitions/0/reassignment"), json={"replicas": [4]}, timeout=40)
         assert r.status_code == 200, r.text
         wait_until(lambda: set(replicas_of(c.node(1), "drained", 0)) == {4} and reassignments(c.node(1)) == {},
                    MOVE_DEADLINE_S, "partition 0 of drained on broker 4 alone")
-        fill(c.node(1), "drained", 512 * 1024)
+        fill(c.node(1), "drained", 3 * 1024 * 1024)
         # Broker 4's own config, set and read through broker 1 (passed on to broker 4, as Kafka's
         # admin client sends a broker's configs to that broker).
         set_broker_config(c.node(1), 4, "leader.replication.throttled.rate", 8192)
