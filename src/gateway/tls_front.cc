@@ -205,25 +205,11 @@ struct tunnel : std::enable_shared_from_this<tunnel> {
   /// Runs `f` once the TCP socket is closed (at once if close() closes it without a goodbye).
   void when_gone(std::function<void()> f) { on_gone.push_back(std::move(f)); }
 
-  /// The pending read is cancelled (its handler finds `closed` and does nothing), then, after it
-  /// has run, close_notify and the wait for the client's, cut short by the timer; then the close.
+  /// close_notify, bounded in time (runtime::close_with_notify_bounded), then gone().
   void say_goodbye() {
-    boost::system::error_code ignored;
-    client.socket().cancel(ignored);
-    auto timer = std::make_shared<shard_timer>(socket_executor());
-    timer->expires_after(std::chrono::milliseconds(runtime::constants::tls_close_notify_timeout_ms));
-    timer->async_wait([self = shared_from_this()](boost::system::error_code ec) {
-      boost::system::error_code ignored2;
-      if (!ec) self->client.socket().cancel(ignored2);   // a client that never sends its close_notify
-    });
-    asio::post(socket_executor(), [self = shared_from_this(), timer] {
-      self->client.async_shutdown([self, timer](boost::system::error_code) {
-        timer->cancel();
-        self->client.close();
-        self->gone();
-      });
-    });
+    runtime::close_with_notify_bounded(shared_from_this(), client, [self = shared_from_this()] { self->gone(); });
   }
+
 
   void gone() {
     if (auto o = owner.lock()) o->open[shard].erase(shared_from_this());

@@ -487,25 +487,13 @@ struct connection : std::enable_shared_from_this<connection> {
     close("");
   }
 
-  /// The pending read is cancelled (its handler finds `closed` and does nothing), then, after it
-  /// has run, close_notify and the wait for the peer's, cut short by the timer; then the close.
+  /// close_notify, bounded in time (runtime::close_with_notify_bounded), then `goodbye`.
   void send_close_notify() {
-    boost::system::error_code ignored;
-    socket.socket().cancel(ignored);
-    auto timer = std::make_shared<shard_timer>(socket.get_executor());
-    timer->expires_after(std::chrono::milliseconds(runtime::constants::tls_close_notify_timeout_ms));
-    timer->async_wait([self = shared_from_this()](boost::system::error_code ec) {
-      boost::system::error_code ignored2;
-      if (!ec) self->socket.socket().cancel(ignored2);   // a peer that never sends its close_notify
-    });
-    asio::post(socket.get_executor(), [self = shared_from_this(), timer] {
-      self->socket.async_shutdown([self, timer](boost::system::error_code) {
-        timer->cancel();
-        self->socket.close();
-        if (auto after = std::exchange(self->goodbye, nullptr)) after();
-      });
+    runtime::close_with_notify_bounded(shared_from_this(), socket, [self = shared_from_this()] {
+      if (auto after = std::exchange(self->goodbye, nullptr)) after();
     });
   }
+
 };
 
 response_slot::~response_slot() {

@@ -6,12 +6,16 @@
 
 #include <openssl/ssl.h>
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "ringlog/runtime/asio_context.h"
+#include "ringlog/runtime/constants.h"
 #include "ringlog/runtime/tls.h"
 
 namespace ringlog::runtime {
@@ -79,6 +83,33 @@ class tls_socket {
   std::shared_ptr<SSL_CTX> context_;   // the context this session was made from (a reload swaps the listener's)
   std::optional<tls_stream> tls_;
 };
+
+/// A TLS connection's bounded goodbye (the Kafka listeners, the https front and the cluster
+/// listener at stop): the pending read is cancelled (its handler must find the connection
+/// closed and do nothing), then, after it has run, close_notify and the wait for the peer's, cut
+/// short by a timer after constants::tls_close_notify_timeout_ms (a peer that never sends its
+/// close_notify); then the socket is closed and `after` runs, once. `owner` is the connection
+/// that holds `socket`: it stays alive until then.
+template <typename Owner, typename After>
+void close_with_notify_bounded(std::shared_ptr<Owner> owner, tls_socket& socket, After after) {
+  using shard_timer = boost::asio::basic_waitable_timer<std::chrono::steady_clock,
+                                                        boost::asio::wait_traits<std::chrono::steady_clock>, shard_executor>;
+  boost::system::error_code ignored;
+  socket.socket().cancel(ignored);
+  auto timer = std::make_shared<shard_timer>(socket.get_executor());
+  timer->expires_after(std::chrono::milliseconds(constants::tls_close_notify_timeout_ms));
+  timer->async_wait([owner, &socket](boost::system::error_code ec) {
+    boost::system::error_code ignored_too;
+    if (!ec) socket.socket().cancel(ignored_too);
+  });
+  boost::asio::post(socket.get_executor(), [owner, &socket, timer, after = std::move(after)]() mutable {
+    socket.async_shutdown([owner, &socket, timer, after = std::move(after)](boost::system::error_code) mutable {
+      timer->cancel();
+      socket.close();
+      after();
+    });
+  });
+}
 
 /// Why a TLS handshake failed, in words for a log line: plaintext bytes on a TLS port read as an
 /// unknown record ("wrong version number", "http request"), a client that does not trust us
