@@ -164,12 +164,12 @@ int64_t security_manager::charge_controller_mutations(std::string_view user, std
 }
 
 int64_t security_manager::client_quota_throttle_ms(security::quota_key key, std::string_view user,
-                                              std::string_view client_id) const {
+                                              std::string_view client_id, int64_t after_ms) const {
   const auto v = metadata_.view();
   if (!v->client_quotas->any(key)) return 0;
   const auto match = v->client_quotas->quota_for(key, user, client_id);
   if (!match) return 0;
-  const int64_t now_ms = clock_.now_ms();
+  const int64_t now_ms = clock_.now_ms() + std::max<int64_t>(after_ms, 0);
   std::lock_guard lock(client_quota_state_.mutex);
   return client_quota_state_.sensors.throttle_ms(key, *match, quota_window(*v), now_ms);
 }

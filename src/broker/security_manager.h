@@ -74,7 +74,7 @@ class security_manager final : public security_api {
   int64_t charge_controller_mutations(std::string_view user, std::string_view client_id, double partitions,
                                       bool strict) override;
   [[nodiscard]] int64_t client_quota_throttle_ms(security::quota_key key, std::string_view user,
-                                                 std::string_view client_id) const override;
+                                                 std::string_view client_id, int64_t after_ms) const override;
   [[nodiscard]] std::optional<int64_t> client_quota_window_value_max(security::quota_key key, std::string_view user,
                                                                      std::string_view client_id) const override;
   [[nodiscard]] std::optional<double> connection_creation_rate_for(std::string_view ip) const override;

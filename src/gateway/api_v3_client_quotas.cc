@@ -248,19 +248,23 @@ bool admit_quota_client(const call_ptr& c, std::string_view method, std::string_
   // The sensor's own throttle (shared by every client of the matched entity: a user quota holds
   // whatever X-Client-Id a request names), against the quota in force now: none when no quota
   // matches any more, shorter when it was raised (http_quotas.h).
-  const int64_t left_ms =
-      c->broker().security().client_quota_throttle_ms(*c->byte_quota, c->principal().name, c->client_id);
+  const auto key = *c->byte_quota;
+  const auto throttle_at = [c, key](int64_t after_ms) {
+    return c->broker().security().client_quota_throttle_ms(key, c->principal().name, c->client_id, after_ms);
+  };
+  const int64_t left_ms = throttle_at(0);
   if (left_ms == 0) return true;
   // A stream read is slowed, never refused (an EventSource takes a 429 as the end): it starts,
   // and the throttle its first chunk counts pauses it (api_streams.cc), as an open stream is.
   if (*c->byte_quota == security::quota_key::consumer_byte_rate && streamed_read(*c)) return true;
-  const auto key = *c->byte_quota;
   c->byte_quota.reset();   // a refused request counts nothing
+  const int64_t wait_s = retry_after_seconds_admitted(left_ms, throttle_at);
   auto r = error_response(429, ec::too_many_requests,
                           "client user=" + c->principal().name + ", client-id=" + c->client_id + " is over its " +
                               std::string(security::to_string(key)) + " quota: throttled for another " +
-                              std::to_string(left_ms) + " ms (KIP-219); retry after Retry-After seconds");
-  r.headers.emplace_back("Retry-After", std::to_string(retry_after_seconds(left_ms)));
+                              std::to_string(left_ms) + " ms (KIP-219), admitted again in " + std::to_string(wait_s) +
+                              " s; retry after Retry-After seconds");
+  r.headers.emplace_back("Retry-After", std::to_string(wait_s));
   c->respond(std::move(r));
   return false;
 }

@@ -35,4 +35,15 @@ std::optional<security::quota_key> route_byte_quota(std::string_view method, std
 
 int64_t retry_after_seconds(int64_t ms) { return std::max<int64_t>(1, (ms + 999) / 1000); }
 
+int64_t retry_after_seconds_admitted(int64_t left_ms, const std::function<int64_t(int64_t)>& throttle_at) {
+  int64_t seconds = retry_after_seconds(left_ms);
+  for (int probe = 0; probe < retry_after_probes_max; ++probe) {
+    const int64_t at_ms = seconds * 1000;
+    const int64_t left_then = std::max(throttle_at(at_ms), throttle_at(at_ms + 999));
+    if (left_then == 0) return seconds;
+    seconds += retry_after_seconds(left_then);
+  }
+  return seconds;
+}
+
 }  // namespace ringlog::gateway

@@ -15,6 +15,7 @@
 // are told apart by address, and a `client-id=<default>` quota bounds each address alone).
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string_view>
 
@@ -34,5 +35,18 @@ std::optional<security::quota_key> route_byte_quota(std::string_view method, std
 
 /// Seconds for Retry-After: `ms` rounded up, at least 1 (RFC 9110 section 10.2.3 counts whole seconds).
 int64_t retry_after_seconds(int64_t ms);
+
+/// Seconds a client whose sensor asks `left_ms` now is told to wait: the first whole second S
+/// (from retry_after_seconds(left_ms) on) such that `throttle_at(ms from now)` is 0 at S and
+/// through the second after it, when a client that waited S seconds arrives. Not simply left_ms
+/// rounded up: a young sensor's window is padded to samples - 1 whole samples and the padding
+/// shrinks at each sample boundary (Kafka's Rate.windowSize), so its rate falls under the bound
+/// within a sample and climbs back over it at the next boundary; told "1 s" each time, a client
+/// arrived in that phase again, 11 times in a row (session 41's new user: consumer_byte_rate=20480,
+/// one 215 KB read). Looks at most retry_after_probes_max times; past them, the last second tried.
+int64_t retry_after_seconds_admitted(int64_t left_ms, const std::function<int64_t(int64_t)>& throttle_at);
+/// Bound on retry_after_seconds_admitted's look-ahead: each probe evaluates a sensor twice, and
+/// a throttle outlasting the whole quota window (11 s by default) ends by its own figure.
+inline constexpr int retry_after_probes_max = 16;
 
 }  // namespace ringlog::gateway

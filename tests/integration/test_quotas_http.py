@@ -238,6 +238,33 @@ def test_a_client_honouring_retry_after_loses_nothing(broker, topic_name):
     assert got == stored
 
 
+def test_a_reader_told_retry_after_is_admitted_when_it_comes_back(broker, topic_name):
+    """Retry-After is the first whole second at which the client is admitted, not the throttle
+    rounded up: a young window's rate falls under the bound within a second and climbs back over
+    it at the next sample boundary, and a reader told "1" each time came back in that phase 11
+    times in a row (session 41's new user: consumer_byte_rate=20480, one 215 KB read)."""
+    broker.create_topic(topic_name)
+    # 104 values of 1500 bytes: a ~215 KB answer (base64 in JSON), a little over the 204,800 bytes
+    # a young 10 s window admits at 20480 B/s, so the throttle is short and the rate oscillates.
+    body = {"records": [{"value": base64.b64encode(b"r" * 1500).decode()}] * 104}
+    r = requests.post(f"{broker.url}/topics/{topic_name}", json=body, headers=dict(V2_JSON_HEADERS), timeout=30)
+    assert r.status_code == 200, r.text[:300]
+    set_and_wait(broker, {"client-id": "reader-retry"}, {"consumer_byte_rate": 20480})
+
+    def read():
+        return requests.get(f"{broker.url}/topics/{topic_name}/partitions/0/records",
+                            params={"offset": 0, "max_bytes": 1000000},
+                            headers={"Accept": BINARY, "X-Client-Id": "reader-retry"}, timeout=30)
+
+    first = read()
+    assert first.status_code == 200 and 204800 < len(first.content) < 225280, (first.status_code, len(first.content))
+    refused = read()
+    assert is_quota_refusal(refused, "reader-retry", "consumer_byte_rate"), (refused.status_code, refused.text[:300])
+    time.sleep(int(refused.headers["Retry-After"]))   # what the server asked for: honouring it is the test
+    again = read()
+    assert again.status_code == 200, f"refused again after waiting Retry-After: {again.text[:300]}"
+
+
 def test_reads_over_consumer_byte_rate_and_the_metrics(broker, topic_name):
     broker.create_topic(topic_name)
     for i in range(12):
@@ -373,3 +400,4 @@ def test_the_quotas_cli_sets_lists_and_removes_with_kafka_configs_words(broker, 
     assert r.returncode == 2 and "users, clients or ips" in r.stderr, r.stderr
     r = run_cli(ringlog_bin, broker, "set", "--entity-type", "users", "--add-config", "producer_byte_rate=1")
     assert r.returncode == 2 and "--entity-name or --entity-default" in r.stderr, r.stderr
+

@@ -96,13 +96,14 @@ class security_api {
   /// view's quota index and, when a quota applies, a short lock.
   virtual int64_t record_client_quota(security::quota_key key, std::string_view user, std::string_view client_id,
                                       double value) = 0;
-  /// The throttle time (KIP-219, ms) a client of `user`/`client_id` is in now for `key`: what its
-  /// sensor's rate asks, the sensor every client of the matched quota entity shares (a user
-  /// quota's sensor is the user's, whatever client id a request names), without recording
-  /// anything; 0 when it is within its quota or none applies. The HTTP doors refuse (429) while
-  /// it is not 0.
+  /// The throttle time (KIP-219, ms) a client of `user`/`client_id` is in for `key` `after_ms` ms
+  /// from now (0: now), if nothing more is recorded meanwhile: what its sensor's rate asks, the
+  /// sensor every client of the matched quota entity shares (a user quota's sensor is the
+  /// user's, whatever client id a request names), without recording anything; 0 when it is
+  /// within its quota or none applies. The HTTP doors refuse (429) while it is not 0, and look
+  /// ahead with `after_ms` for the Retry-After that admits the client.
   [[nodiscard]] virtual int64_t client_quota_throttle_ms(security::quota_key key, std::string_view user,
-                                                         std::string_view client_id) const = 0;
+                                                         std::string_view client_id, int64_t after_ms) const = 0;
   /// The most a client of `user`/`client_id` may move in one quota window under `key`: the bound
   /// x (quota.window.num - 1) x quota.window.size.seconds, as Kafka caps a fetch's max bytes with
   /// it (KafkaApis.handleFetchRequest, ClientQuotaManager.getMaxValueInQuotaWindow), so one read
