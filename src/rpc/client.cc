@@ -433,6 +433,17 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
                       runtime::own_subject(stream->native_tls()).value_or(""));
   }
 
+  /// A read or write failed before the peer's first answer: a close (note_close_before_answer),
+  /// or on TLS an alert. Under TLS 1.3 this side's handshake ends before the peer has checked this
+  /// node's certificate, so a peer that refuses it (unknown CA, expired) sends its alert after: it
+  /// arrives as the first read's error, not the handshake's, and a node whose certificate came
+  /// from another CA logged only "waiting for the metadata quorum" (session 41's new user).
+  void diagnose_failure_before_answer(const boost::system::error_code& ec) {
+    if (answered) return;
+    if (is_peer_close(ec)) return note_close_before_answer(ec);
+    if (tls && ec.category() == asio::error::get_ssl_category()) diagnose_handshake_failure(ec);
+  }
+
   void write_next() {
     if (writing || unsent.empty() || st != state::connected) return;
     writing = true;
@@ -444,7 +455,7 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
                         if (ec) {
                           // A peer that closed before answering may fail our write first (EPIPE
                           // after its RST) rather than our read: the same diagnosis.
-                          if (!self->answered && self->is_peer_close(ec)) self->note_close_before_answer(ec);
+                          self->diagnose_failure_before_answer(ec);
                           self->on_broken(errc::disconnected, "write failed: " + ec.message());
                           return;
                         }
@@ -459,7 +470,7 @@ struct client::impl : std::enable_shared_from_this<client::impl> {
                      [self = shared_from_this(), keep = stream, gen](boost::system::error_code ec, size_t) {
                        if (self->generation != gen) return;
                        if (ec) {
-                         if (!self->answered && self->is_peer_close(ec)) self->note_close_before_answer(ec);
+                         self->diagnose_failure_before_answer(ec);
                          self->on_broken(errc::disconnected, ec == asio::error::eof ? "closed by peer" : ec.message());
                          return;
                        }

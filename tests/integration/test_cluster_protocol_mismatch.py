@@ -90,3 +90,24 @@ def test_a_peer_refusing_at_its_connection_bound_is_named_as_a_cause(ringlog_bin
             assert "ringlog_connections_refused_total" in line, line
     finally:
         kill_nodes([n1, n2])
+
+
+def test_a_node_whose_certificate_the_voters_do_not_trust_says_so(ringlog_bin, tmp_path):
+    """Node 3's cluster certificate comes from another CA: it trusts the voters, they refuse it. Under
+    TLS 1.3 node 3's handshake completes before the voters check its certificate, so their alert
+    arrives as its first read's error; it logged only "waiting for the metadata quorum" (session
+    41's new user), while the voters logged the refusal."""
+    n1, n2, n3 = nodes(tmp_path, tls_ids={1, 2, 3})
+    certs = Material(tmp_path / "certs3")
+    stranger_keystore, _ = certs.keystore("stranger-broker.pem", ca=certs.stranger_ca)
+    n3.extra_sets = [*n3.extra_sets, f"ssl.keystore.location={stranger_keystore}"]   # the last --set wins
+    try:
+        start_nodes([n1, n2])
+        wait_until(lambda: n1.quorum().get("leader_id") in (1, 2), FAILOVER_DEADLINE_S, "a leader among 1 and 2")
+        n3.spawn()
+        lines = wait_until(lambda: [line for line in mismatch_lines(n3) if "TLS handshake with node" in line] or None, 30,
+                           "node 3's warning that the voters refused its certificate")
+        for line in lines:
+            assert "ssl.keystore.location" in line and "ssl.truststore.location" in line, line
+    finally:
+        kill_nodes([n1, n2, n3])
