@@ -51,8 +51,10 @@ void set_buffer_sizes(Socket& s, const socket_buffer_sizes& sizes, boost::system
   if (!ec && sizes.receive_bytes >= 0) s.set_option(asio::socket_base::receive_buffer_size(sizes.receive_bytes), ec);
 }
 
-/// One line when the kernel gave the listening socket less than twice what was asked (Linux's
-/// doubling), i.e. net.core.wmem_max / rmem_max capped it: the operator's value is not in force.
+/// One line when the kernel gave the listening socket less than was asked, i.e. net.core.wmem_max /
+/// rmem_max capped it: the operator's value is not in force. Linux doubles a size on set and
+/// Asio's get_option halves it back on Linux (socket_ops::getsockopt), so an uncapped size reads
+/// as asked; comparing against twice the size warned on every listener (session 41's new user).
 void warn_if_capped(acceptor_socket& s, const acceptor_options& options) {
   boost::system::error_code ec;
   asio::socket_base::send_buffer_size send;
@@ -61,8 +63,7 @@ void warn_if_capped(acceptor_socket& s, const acceptor_options& options) {
   if (!ec) s.get_option(receive, ec);
   if (ec) return;
   const auto& b = options.buffers;
-  if ((b.send_bytes >= 0 && send.value() < 2LL * b.send_bytes) ||
-      (b.receive_bytes >= 0 && receive.value() < 2LL * b.receive_bytes)) {
+  if ((b.send_bytes >= 0 && send.value() < b.send_bytes) || (b.receive_bytes >= 0 && receive.value() < b.receive_bytes)) {
     spdlog::warn("msg=\"the kernel capped the socket buffers: raise net.core.wmem_max / net.core.rmem_max for the "
                  "sizes asked\" listener={} socket.send.buffer.bytes={} socket.receive.buffer.bytes={} "
                  "so_sndbuf={} so_rcvbuf={}",
