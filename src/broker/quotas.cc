@@ -193,10 +193,16 @@ std::optional<double> security_manager::connection_creation_rate_for(std::string
 
 std::vector<client_quota_usage> security_manager::client_quota_usages() const {
   std::vector<client_quota_usage> out;
+  const auto v = metadata_.view();
+  const auto& stored = v->client_quotas->all();
   {
     std::lock_guard lock(client_quota_state_.mutex);
     for (auto& u : client_quota_state_.sensors.usages()) {
-      out.push_back(client_quota_usage{u.key, std::move(u.sensor_key), u.bound, u.total, u.throttle_time_ms_total,
+      std::optional<double> bound;
+      if (auto entity = stored.find(u.entity); entity != stored.end()) {
+        if (auto value = entity->second.find(u.key); value != entity->second.end()) bound = value->second;
+      }
+      out.push_back(client_quota_usage{u.key, std::move(u.sensor_key), bound, u.total, u.throttle_time_ms_total,
                                        u.throttled_total});
     }
   }

@@ -290,24 +290,32 @@ std::string render_client_quota_metrics(const std::vector<broker::client_quota_u
     const char* name;
     const char* type;
     const char* help;
-    std::string (*value)(const broker::client_quota_usage&);
+    /// The sample's value; nullopt: no sample (a removed quota has no bound).
+    std::optional<std::string> (*value)(const broker::client_quota_usage&);
   };
   static const std::array<family, 4> families = {{
       {"ringlog_client_quota_bound", "gauge", "The quota bounding the client now, in the key's unit (bytes/s, %, mutations/s).",
-       [](const broker::client_quota_usage& u) { return fmt::format("{}", u.bound); }},
+       [](const broker::client_quota_usage& u) -> std::optional<std::string> {
+         if (!u.bound) return std::nullopt;
+         return fmt::format("{}", *u.bound);
+       }},
       {"ringlog_client_quota_value_total", "counter", "Bytes (or %-ms, mutations) recorded against the quota since start.",
-       [](const broker::client_quota_usage& u) { return fmt::format("{}", u.total); }},
+       [](const broker::client_quota_usage& u) -> std::optional<std::string> { return fmt::format("{}", u.total); }},
       {"ringlog_client_quota_throttle_time_ms_total", "counter", "Throttle time handed to the client since start, ms (KIP-219).",
-       [](const broker::client_quota_usage& u) { return std::to_string(u.throttle_time_ms_total); }},
+       [](const broker::client_quota_usage& u) -> std::optional<std::string> {
+         return std::to_string(u.throttle_time_ms_total);
+       }},
       {"ringlog_client_quota_throttled_total", "counter", "Requests of the client that went over the quota since start.",
-       [](const broker::client_quota_usage& u) { return std::to_string(u.throttled_total); }},
+       [](const broker::client_quota_usage& u) -> std::optional<std::string> { return std::to_string(u.throttled_total); }},
   }};
   std::string out;
   for (const auto& f : families) {
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", f.name, f.help, f.name, f.type);
     for (const auto& u : usages) {
+      const auto value = f.value(u);
+      if (!value) continue;
       out += fmt::format("{}{{quota=\"{}\",entity=\"{}\"}} {}\n", f.name, security::to_string(u.key),
-                         escape_label(u.sensor_key), f.value(u));
+                         escape_label(u.sensor_key), *value);
     }
   }
   return out;

@@ -73,6 +73,7 @@ int64_t client_quota_sensors::record(quota_key key, const quota_match& match, do
                                      int64_t now_ms) {
   sensor& s = sensor_for(key, match, window, now_ms);
   rebase(key, s, match.bound, window, now_ms);
+  s.seen.entity = match.entity;
   s.rate.record(value, now_ms);
   s.seen.total += value;
   if (key != quota_key::request_percentage && match.bound > 0) {

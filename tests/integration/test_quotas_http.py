@@ -401,3 +401,20 @@ def test_the_quotas_cli_sets_lists_and_removes_with_kafka_configs_words(broker, 
     r = run_cli(ringlog_bin, broker, "set", "--entity-type", "users", "--add-config", "producer_byte_rate=1")
     assert r.returncode == 2 and "--entity-name or --entity-default" in r.stderr, r.stderr
 
+
+
+def test_a_removed_quota_leaves_no_bound_in_the_metrics(broker, topic_name):
+    """ringlog_client_quota_bound is the quota bounding the client now: once removed there is none
+    (it kept the removed value, session 41's new user); the totals since start stay."""
+    broker.create_topic(topic_name)
+    set_and_wait(broker, {"client-id": "gone-later"}, {"producer_byte_rate": 4096})
+    assert produce_v2(broker, topic_name, 100, client_id="gone-later").status_code == 200
+    bound = 'ringlog_client_quota_bound{quota="producer_byte_rate",entity="client-id=gone-later"} 4096'
+    assert bound in requests.get(f"{broker.url}/metrics").text
+    r = put_quota(broker, {"client-id": "gone-later"}, {"producer_byte_rate": None})
+    assert r.status_code == 200, r.text
+    wait_until(lambda: 'entity="client-id=gone-later"} 4096' not in requests.get(f"{broker.url}/metrics").text,
+               QUOTA_VISIBLE_S, "the removed quota's bound gone from /metrics")
+    metrics = requests.get(f"{broker.url}/metrics").text
+    assert 'ringlog_client_quota_bound{quota="producer_byte_rate",entity="client-id=gone-later"}' not in metrics
+    assert 'ringlog_client_quota_value_total{quota="producer_byte_rate",entity="client-id=gone-later"}' in metrics

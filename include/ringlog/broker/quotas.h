@@ -28,7 +28,9 @@ struct client_quota_alteration {
 struct client_quota_usage {
   security::quota_key key = security::quota_key::producer_byte_rate;
   std::string sensor_key;
-  double bound = 0;               // the quota now, in the key's unit
+  /// The quota bounding the client now, in the key's unit: the value its entity holds in the
+  /// image now; none once that quota was removed (the totals stay: they count since start).
+  std::optional<double> bound;
   double total = 0;               // bytes, %-ms or mutations recorded
   int64_t throttle_time_ms_total = 0;   // throttle times handed out
   int64_t throttled_total = 0;          // requests throttled

@@ -22,6 +22,7 @@ class client_quota_sensors {
     quota_key key = quota_key::producer_byte_rate;
     std::string sensor_key;
     double bound = 0;                     // the quota at the last record, in the key's unit
+    client_quota_entity entity;           // the stored entity whose quota that was (may hold <default>)
     double total = 0;                     // everything recorded (bytes, %-s, ...)
     int64_t throttle_time_ms_total = 0;   // throttle times handed out, ms
     int64_t throttled_total = 0;          // records that asked a throttle
