@@ -85,6 +85,9 @@ struct api::call : std::enable_shared_from_this<api::call> {
   std::string accepted;              // the media type accept() chose: the answer's Content-Type
   auth_outcome who;                  // the caller (issue 29); User:ANONYMOUS with authentication off
   bool audit_admin = false;          // an admin write: its answer is audited (observe)
+  /// What the admin write changed, where its path does not say (the ACLs created or deleted, a
+  /// quota's entity and values): the audit line's `change` field (the Kafka door names them too).
+  std::string audit_change;
   /// Issue 31 (http_quotas.h): the byte quota this route's traffic counts under (route_byte_quota;
   /// nullopt: none, or a call a peer passed on, counted where it arrived), and the client id it is
   /// measured by: X-Client-Id, else the peer's IP.
@@ -157,7 +160,7 @@ struct api::call : std::enable_shared_from_this<api::call> {
   void observe(unsigned status) {
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     self->metrics_.observe_request(route, status, seconds);
-    if (audit_admin) audit_admin_write("http", who.principal, request.peer, route, request.target, status);
+    if (audit_admin) audit_admin_write("http", who.principal, request.peer, route, request.target, status, audit_change);
   }
 
   /// Issue 31: records `bytes` of this call's traffic under its byte quota for the caller and, over

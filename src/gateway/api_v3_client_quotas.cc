@@ -12,6 +12,8 @@
 #include <array>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "api_routes.h"
 #include "json_fields.h"
 
@@ -200,6 +202,11 @@ void v3_alter_client_quotas(const call_ptr& c) {
     validate_only = v->get<bool>();
   }
   auto change = std::move(alteration).value();
+  c->audit_change = "client quota " + change.entity.to_string() + (validate_only ? " (validate_only)" : "");
+  for (const auto& [key, value] : change.ops) {
+    c->audit_change += " " + std::string(security::to_string(key)) + "=" +
+                       (value ? fmt::format("{}", *value) : std::string("(removed)"));
+  }
   c->broker().security().alter_client_quotas(
       {change}, validate_only,
       [c, change, validate_only](broker::result<std::vector<std::optional<broker::error>>> r) {

@@ -19,9 +19,11 @@ void audit_failed_authentication(std::string_view door, std::string_view princip
 }
 
 void audit_admin_write(std::string_view door, const kafka_principal& principal, std::string_view peer,
-                       std::string_view operation, std::string_view resource, unsigned status) {
-  spdlog::info("{}", security::audit_admin_write_line(door, principal, peer, operation, resource,
-                                                      "HTTP " + std::to_string(status)));
+                       std::string_view operation, std::string_view resource, unsigned status, std::string_view change) {
+  const std::string line =
+      security::audit_admin_write_line(door, principal, peer, operation, resource, "HTTP " + std::to_string(status));
+  if (change.empty()) return spdlog::info("{}", line);
+  spdlog::info("{} change=\"{}\"", line, security::audit_clipped(change));
 }
 
 std::string_view cookie_value(std::string_view header, std::string_view name) {

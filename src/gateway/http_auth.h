@@ -59,9 +59,11 @@ struct auth_outcome {
 /// User:ANONYMOUS), door, peer and reason, as logfmt on the `audit` logger.
 void audit_failed_authentication(std::string_view door, std::string_view principal, std::string_view peer,
                                  std::string_view reason);
-/// One line per admin write (topics, configs, users, reassignments, ...) that succeeded or not.
+/// One line per admin write (topics, configs, users, reassignments, ...) that succeeded or not;
+/// `change` (empty: none) says what it changed where `resource` (the path) does not, clipped at
+/// security::audit_field_bytes_max.
 void audit_admin_write(std::string_view door, const security::kafka_principal& principal, std::string_view peer,
-                       std::string_view operation, std::string_view resource, unsigned status);
+                       std::string_view operation, std::string_view resource, unsigned status, std::string_view change);
 
 class http_authenticator {
  public:

@@ -873,3 +873,25 @@ def test_a_topic_delete_and_the_group_list_take_a_grant_on_the_cluster_as_the_ka
         assert "cd-group" in groups(BOB)
     finally:
         revoke(b, "User:bob")
+
+
+def test_the_audit_lines_of_acl_and_quota_writes_name_what_changed(secured):
+    """The path of POST /acls:batch or PUT /client-quotas does not say what changed; the audit line
+    does, in the Kafka door's words (session 41's new user: the HTTP lines named only the path)."""
+    grant(secured, [acl("User:audited", "TOPIC", "audited-topic", "READ")])
+    revoke(secured, "User:audited")
+    r = requests.put(v3(secured, "/client-quotas"), json={"entity": {"user": "audited"},
+                                                          "quotas": {"producer_byte_rate": 4096}}, auth=ADMIN)
+    assert r.status_code == 200, r.text
+
+    def lines():
+        text = secured.log_path.read_text()
+        found = [line for line in text.splitlines() if "audit=admin" in line and "audited" in line]
+        return found if len(found) >= 3 else None
+
+    found = wait_until(lines, 10, "three audit lines naming the changes")
+    assert any('change="create ACL TOPIC:audited-topic LITERAL User:audited READ ALLOW host=*"' in line
+               for line in found), found
+    assert any('change="delete ACL TOPIC:audited-topic LITERAL User:audited READ ALLOW host=*"' in line
+               for line in found), found
+    assert any('change="client quota user=audited producer_byte_rate=4096"' in line for line in found), found
