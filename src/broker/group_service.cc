@@ -154,7 +154,24 @@ void group_service_impl::load_if_led(int32_t p) {
 void group_service_impl::unload_partition(size_t shard, int32_t p) {
   if (p >= 0 && p < offsets_partitions_) loaded_[static_cast<size_t>(p)].store(false, std::memory_order_release);
   auto& st = *shards_[shard];
-  st.coordinator.unload_groups([&](std::string_view group_id) { return partition_of(group_id) == p; });
+  const auto gone = st.coordinator.unload_groups([&](std::string_view group_id) { return partition_of(group_id) == p; });
+  // The requests its members wait on go to the next coordinator (Kafka's onResignation).
+  const error moved{errc::not_coordinator, std::string(consumer_offsets_topic) + "-" + std::to_string(p) +
+                                              " is no longer led here: find the group's coordinator again"};
+  for (const auto ticket : gone.joins) {
+    if (auto it = st.join_waiters.find(ticket); it != st.join_waiters.end()) {
+      auto done = std::move(it->second);
+      st.join_waiters.erase(it);
+      done(join_group_answer{moved, {}});
+    }
+  }
+  for (const auto ticket : gone.syncs) {
+    if (auto it = st.sync_waiters.find(ticket); it != st.sync_waiters.end()) {
+      auto done = std::move(it->second);
+      st.sync_waiters.erase(it);
+      done(sync_group_answer{moved, {}});
+    }
+  }
   std::erase_if(st.instances, [&](const auto& entry) { return partition_of(entry.second.info.group_id) == p; });
 }
 

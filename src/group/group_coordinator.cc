@@ -943,8 +943,18 @@ record_list group_coordinator::delete_topic_offsets(std::string_view topic) {
 // ---------------------------------------------------------------------------------------------
 // persistence
 
-size_t group_coordinator::unload_groups(const std::function<bool(std::string_view group_id)>& belongs) {
-  return std::erase_if(groups_, [&](const auto& entry) { return belongs(entry.first); });
+group_coordinator::unloaded_groups group_coordinator::unload_groups(
+    const std::function<bool(std::string_view group_id)>& belongs) {
+  unloaded_groups out;
+  for (const auto& [group_id, g] : groups_) {
+    if (!g.classic || !belongs(group_id)) continue;
+    for (const auto& [member_id, m] : g.classic->members) {
+      if (m.awaiting_join) out.joins.push_back(*m.awaiting_join);
+      if (m.awaiting_sync) out.syncs.push_back(*m.awaiting_sync);
+    }
+  }
+  out.groups = std::erase_if(groups_, [&](const auto& entry) { return belongs(entry.first); });
+  return out;
 }
 
 result<void> group_coordinator::replay(const offsets_topic_record& record, int64_t now_ms) {

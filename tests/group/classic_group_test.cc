@@ -650,3 +650,30 @@ TEST_CASE("classic: offsets of a Kafka client group live while a member does, an
   CHECK(h.c.describe_group("g").state == group_state::dead);
   CHECK(h.outstanding.empty());
 }
+
+TEST_CASE("classic: unloading a group hands back the JoinGroup and SyncGroup tickets its members wait on") {
+  // Kafka's GroupCoordinator.onResignation answers them NOT_COORDINATOR; forgotten, a JoinGroup
+  // waiting at a coordinator that lost the group was never answered (session 41's breaker).
+  harness h;
+  auto [a, ta] = h.join_new("g", t0);
+  auto [x, tx] = h.join_new("synced", t0);
+  auto [y, ty] = h.join_new("synced", t0);
+  auto [b, tb] = h.join_new("other", t0);
+  h.tick(t0 + initial_delay);
+  for (auto t : {ta, tx, ty, tb}) REQUIRE(h.joins.contains(t));
+  // "g": a second member's join waits for the first member to rejoin.
+  auto [d, td] = h.join_new("g", t0 + initial_delay + 1);
+  CHECK_FALSE(h.joins.contains(td));
+  // "synced": the follower's SyncGroup waits for the leader's.
+  const std::string follower = h.joins[tx].leader == x ? y : x;
+  auto sf = h.sync("synced", follower, 1, t0 + initial_delay + 1);
+  CHECK_FALSE(h.syncs.contains(sf));
+  const auto gone = h.c.unload_groups([](std::string_view group_id) { return group_id != "other"; });
+  CHECK(gone.groups == 2);
+  CHECK(gone.joins == std::vector<classic_ticket>{td});
+  CHECK(gone.syncs == std::vector<classic_ticket>{sf});
+  CHECK(h.c.describe_group("other").state == group_state::completing_rebalance);
+  (void)a;
+  (void)b;
+  (void)d;
+}

@@ -396,10 +396,19 @@ class group_coordinator {
   /// now_ms (a full session to rejoin); dynamic members are dropped and the next call on the
   /// group rebalances. Errors: corrupt_message, unsupported_version, too_many_groups.
   result<void> replay(const offsets_topic_record& record, int64_t now_ms);
+  /// What unload_groups forgot: how many groups, and the tickets of the JoinGroup and SyncGroup
+  /// requests their members were waiting on, which the caller answers NOT_COORDINATOR (Kafka's
+  /// GroupCoordinator.onResignation) so the clients find the new coordinator; left waiting, a
+  /// JoinGroup was never answered (session 41's breaker: a group sat empty for 73 s).
+  struct unloaded_groups {
+    size_t groups = 0;
+    std::vector<classic_ticket> joins;
+    std::vector<classic_ticket> syncs;
+  };
   /// Forgets every group for which `belongs(group_id)` holds (their members, offsets and
   /// metadata), e.g. the groups of one __consumer_offsets partition whose leadership moved: the
-  /// next coordinator replays them from the replicated log. Returns how many went.
-  size_t unload_groups(const std::function<bool(std::string_view group_id)>& belongs);
+  /// next coordinator replays them from the replicated log.
+  unloaded_groups unload_groups(const std::function<bool(std::string_view group_id)>& belongs);
 
   // ---- admin ----
   std::vector<group_listing> list_groups() const;  // by group id
