@@ -677,3 +677,22 @@ TEST_CASE("classic: unloading a group hands back the JoinGroup and SyncGroup tic
   (void)b;
   (void)d;
 }
+
+TEST_CASE("classic: a group made only by JoinGroups answered MEMBER_ID_REQUIRED goes when they expire") {
+  // Kept until offsets retention (7 days), 20,000 of them filled groups_per_coordinator_max in
+  // 1.7 s and locked new groups out (session 41's breaker); Kafka drops an empty group without
+  // offsets at its next cleanup.
+  harness h;
+  auto first = h.join("spam", h.request(""), t0);
+  REQUIRE(h.joins[first].failure->code == errc::member_id_required);
+  auto [id, t] = h.join_new("kept", t0);   // a group that completes a generation stays
+  h.tick(t0 + initial_delay);
+  REQUIRE(h.joins.contains(t));
+  h.tick(t0 + session - 1);
+  CHECK(h.c.list_groups().size() == 2);   // its pending member has not expired yet
+  h.tick(t0 + session);
+  const auto listed = h.c.list_groups();
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0].group_id == "kept");
+  (void)id;
+}

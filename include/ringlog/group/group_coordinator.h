@@ -487,6 +487,10 @@ class group_coordinator {
   // is left), a classic group's metadata (Kafka's loadGroup), a consumer group's (errors:
   // corrupt_message for a stored pattern that does not compile).
   void replay_tombstone(const offsets_topic_key& key, groups_map::iterator git);
+  /// classic_tick's end: erases the classic groups that hold nothing (no member, pending member,
+  /// offset or pending transactional offset) and never stored a record (no group metadata,
+  /// generation 0).
+  void forget_groups_never_stored();
   void replay_classic_group(group_state_data& g, classic_group_metadata value, int64_t now_ms);
   result<void> replay_group(group_state_data& g, group_metadata value, int64_t now_ms);
 
