@@ -79,6 +79,8 @@ struct acceptor::impl {
   shard_timer retry;
   int64_t last_warning_ms = -1;
   uint64_t failures_since_warning = 0;
+  int64_t last_refusal_warning_ms = -1;   // connections refused at a limit: one line per interval
+  uint64_t refusals_since_warning = 0;
   std::atomic<size_t> held = 0;   // connections held for an ip's connection_creation_rate
 };
 
@@ -158,6 +160,21 @@ void acceptor::back_off(const boost::system::error_code& ec) {
   });
 }
 
+void acceptor::warn_refused(const std::string& peer, std::string_view limit) {
+  // One line per listener and accept_warning_interval_ms, with the count since the last one: a
+  // flood of refused connects must not flood the log, and an operator must see the limit named
+  // (refusals were only counted in ringlog_connections_refused_total, session 41's breaker).
+  ++impl_->refusals_since_warning;
+  const int64_t now = steady_now_ms();
+  if (impl_->last_refusal_warning_ms >= 0 && now - impl_->last_refusal_warning_ms < constants::accept_warning_interval_ms) {
+    return;
+  }
+  spdlog::warn("msg=\"connections refused at a limit\" listener={} peer={} limit={} refused={} warning_interval_ms={}",
+               options_.name, peer, limit, impl_->refusals_since_warning, constants::accept_warning_interval_ms);
+  impl_->last_refusal_warning_ms = now;
+  impl_->refusals_since_warning = 0;
+}
+
 bool acceptor::on_accepted(size_t shard, shard_socket socket) {
   connection_slot slot;
   if (options_.limits) {
@@ -165,6 +182,9 @@ bool acceptor::on_accepted(size_t shard, shard_socket socket) {
     if (admitted.refused) {
       spdlog::debug("msg=\"connection refused\" listener={} peer={} reason={} delay_ms={}", options_.name,
                     peer_address(socket), connection_refusal_name(*admitted.refused), admitted.delay_ms);
+      if (*admitted.refused != connection_refusal::max_connection_creation_rate) {
+        warn_refused(peer_address(socket), connection_refusal_name(*admitted.refused));
+      }
       if (*admitted.refused == connection_refusal::max_connection_creation_rate) {
         wait_then_admit(shard, std::move(socket), admitted.delay_ms);
         return false;

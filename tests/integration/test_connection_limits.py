@@ -64,6 +64,10 @@ def test_a_connect_storm_from_one_address_is_capped_while_another_client_is_serv
                    "180 refusals by max.connections.per.ip on /metrics")
         wait_until(lambda: sum(peer_closed(s) for s in storm) >= 180, 20, "the storm's extra connections closed")
         assert sum(not peer_closed(s) for s in storm) <= 20
+        # The log names the limit, in one line for the whole storm (not one per refusal: they
+        # were only counted on /metrics, session 41's breaker).
+        lines = [line for line in b.log_path.read_text().splitlines() if "connections refused at a limit" in line]
+        assert len(lines) == 1 and "limit=max.connections.per.ip" in lines[0] and "peer=127.0.0.2" in lines[0], lines
         # A client from another address is served meanwhile.
         assert produce_one(b.bootstrap, "served", b"while the storm holds its 20")
     finally:

@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "ringlog/base/result.h"
 #include "ringlog/runtime/asio_context.h"
@@ -80,6 +81,8 @@ class acceptor : public std::enable_shared_from_this<acceptor> {
   /// for max.connection.creation.rate, and accept_next runs once it is admitted).
   bool on_accepted(size_t shard, shard_socket socket);
   void back_off(const boost::system::error_code& ec);
+  /// A connection from `peer` refused at `limit` (connection_refusal_name): a rate-limited warning.
+  void warn_refused(const std::string& peer, std::string_view limit);
   void hold_then_close(shard_socket socket, int64_t delay_ms);
   void wait_then_admit(size_t shard, shard_socket socket, int64_t delay_ms);
 
