@@ -36,6 +36,7 @@ void group_service_impl::create_consumer(consumer_instance_config config,
       return done(error{errc::duplicate_consumer_instance, "a consumer instance named '" + *config.name +
                                                                "' already exists in group '" + config.group_id + "'"});
     }
+    if (auto refused = instance_bound_refusal(st, config.group_id)) return done(std::move(*refused));
     // Refused now for what its join would be refused for; it joins on subscribe or assign.
     auto takeover = st.coordinator.check_join(config.group_id, settings.join, now);
     if (!takeover.ok()) return done(from_group(takeover.error()));
@@ -65,6 +66,28 @@ void group_service_impl::create_consumer(consumer_instance_config config,
       done(info);
     });
   });
+}
+
+std::optional<error> group_service_impl::instance_bound_refusal(const shard_state& st, const std::string& group_id) {
+  if (st.instances.size() >= consumer_instances_per_coordinator_max) {
+    return error{errc::throttling_quota_exceeded,
+                 "this coordinator holds " + std::to_string(st.instances.size()) +
+                     " consumer instances (consumer_instances_per_coordinator_max): delete instances no longer used, "
+                     "or let their consumer.instance.timeout.ms end"};
+  }
+  // An instance counts against its group's member bound from its creation, not only once it
+  // subscribes: 1,100 unsubscribed instances of one group were all accepted.
+  const std::string prefix = instance_key(group_id, "");
+  size_t in_group = 0;
+  for (auto it = st.instances.lower_bound(prefix);
+       it != st.instances.end() && it->first.starts_with(prefix) && in_group < group::limits::group_members_max; ++it) {
+    ++in_group;
+  }
+  if (in_group >= group::limits::group_members_max) {
+    return error{errc::group_max_size_reached, "group '" + group_id + "' has " + std::to_string(in_group) +
+                                                   " consumer instances (limits::group_members_max)"};
+  }
+  return std::nullopt;
 }
 
 result<instance_settings*> group_service_impl::prepare_instance(shard_state& st, const std::string& group_id,

@@ -43,6 +43,13 @@ std::string instance_key(std::string_view group_id, std::string_view member_id);
 /// Why recently ended instances ended, so their next call can say so (40403 with the reason).
 /// Bounded: the oldest reasons are forgotten first.
 inline constexpr size_t ended_instances_remembered_max = 10'000;
+/// REST consumer instances one coordinator shard holds (created, joined or not). Each is a few
+/// hundred bytes here and a record in __consumer_offsets, kept until its lease
+/// (consumer.instance.timeout.ms) ends: without a bound one client created 60,000 in 20 s and
+/// grew the broker by 340 MB, kept across restarts (session 41's breaker). As many as a
+/// coordinator holds groups (group::limits::groups_per_coordinator_max); past it, 429.
+inline constexpr size_t consumer_instances_per_coordinator_max = group::limits::groups_per_coordinator_max;
+
 /// Groups per shard whose refusal of a Kafka client (the group is held by REST/WebSocket
 /// consumers) was logged: each such group is logged once, so a client retrying its JoinGroup every
 /// second does not fill the log. When the set is full it is emptied and each group may be logged
@@ -200,6 +207,11 @@ class group_service_impl final : public group_service {
   void delete_group(std::string group_id, std::function<void(result<void>)> done) override;
   void reset_offsets(reset_offsets_request request,
                      std::function<void(result<group::partition_map<model::offset>>)> done) override;
+
+  /// Why a new consumer instance of `group_id` may not be created on this shard, if it may not:
+  /// consumer_instances_per_coordinator_max (throttling_quota_exceeded, HTTP 429) or the group's
+  /// group::limits::group_members_max counted over its instances (group_max_size_reached).
+  std::optional<error> instance_bound_refusal(const shard_state& st, const std::string& group_id);
 
  private:
   int32_t partition_of(std::string_view group_id) const {

@@ -910,3 +910,22 @@ def test_a_restart_does_not_expire_offsets_early(fresh_broker, topic_name):
     gone_at = poll_until_gone(b, group)
     assert gone_at - restarted >= 55, (f"expired {gone_at - restarted:.0f} s after the restart, "
                                        f"{gone_at - emptied:.0f} s after the group became empty")
+
+
+def test_a_group_holds_at_most_group_members_max_instances_subscribed_or_not(fresh_broker):
+    """Instances count against the group's member bound from their creation: 1,100 instances of one
+    group that never subscribed were all accepted (session 41's breaker, with 60,000 instances
+    from one client growing the broker by 340 MB)."""
+    session = requests.Session()
+    answers = []
+    for i in range(1001):
+        r = session.post(f"{fresh_broker.url}/consumers/crowd", json={"name": f"c{i:04d}", "format": "binary"},
+                         headers={"Content-Type": V2})
+        answers.append(r.status_code)
+        if r.status_code != 200:
+            break
+    assert answers[:1000] == [200] * 1000, [a for a in answers if a != 200][:5]
+    assert answers[1000] == 429 and "limits::group_members_max" in r.json()["message"], r.text
+    # Another group is not held back by it.
+    assert session.post(f"{fresh_broker.url}/consumers/crowd-other", json={"name": "one", "format": "binary"},
+                        headers={"Content-Type": V2}).status_code == 200
