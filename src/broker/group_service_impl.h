@@ -190,6 +190,7 @@ class group_service_impl final : public group_service {
                       std::function<void(result<group::partition_map<std::optional<error>>>)> done) override;
   void group_committed(std::string group_id,
                        std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
+  void fetch_offsets(std::string group_id, std::function<void(result<group_offsets>)> done) override;
   void list_groups(std::function<void(result<std::vector<group::group_listing>>)> done) override;
   [[nodiscard]] group_coordinator_route coordinator_route(const std::string& group_id) const override {
     return host_.offsets_leader_route(partition_of(group_id));
