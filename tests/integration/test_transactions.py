@@ -304,6 +304,52 @@ def test_read_committed_committed_after_commit_transaction_is_never_the_older_of
     assert got == [i * 10 for i in range(1, 11)]
 
 
+V2 = {"Content-Type": "application/vnd.kafka.v2+json"}
+
+
+def test_http_read_committed_instance_reads_the_offsets_of_a_commit_that_answered(tbroker, topic_name):
+    """The HTTP door agrees with OffsetFetch's require_stable: a read_committed REST v2 instance's
+    GET .../offsets right after an HTTP commit answered is the transaction's offset, never the
+    one before (it waits while the offsets are pending, as the Java consumer's committed() does
+    behind Confluent's REST proxy); a read_uncommitted instance is answered at once with the
+    last committed offset; and one pending in a transaction left open answers 408, not the older
+    offset."""
+    tbroker.create_topic(topic_name)
+    group, tid = "hs-" + topic_name, "hs-" + topic_name
+
+    def instance(name, isolation):
+        r = requests.post(f"{tbroker.url}/consumers/{group}", headers=V2,
+                          json={"name": name, "format": "json", "isolation.level": isolation})
+        assert r.status_code == 200, r.text
+        return r.json()["base_uri"]
+
+    def read(inst):
+        return requests.get(inst + "/offsets", headers=V2, json={"partitions": [{"topic": topic_name, "partition": 0}]})
+
+    def send_offsets(pid, epoch, offset):
+        body = {"producer_id": pid, "producer_epoch": epoch, "group_id": group,
+                "offsets": [{"topic": topic_name, "partition": 0, "offset": offset}]}
+        # Right after a commit answered its markers may still be written: 409 40907, retry.
+        r = wait_until(lambda: (lambda r: r.status_code != 409 and r)(
+            requests.post(txn_url(tbroker, f"/{tid}/offsets"), json=body)), 20, "the offsets call")
+        assert r.status_code == 204, r.text
+
+    stable, latest = instance("rc", "read_committed"), instance("ru", "read_uncommitted")
+    pid, epoch = begin(tbroker, tid)
+    for i in range(1, 6):
+        send_offsets(pid, epoch, i * 10)
+        c = requests.post(txn_url(tbroker, f"/{tid}/commit"), json={"producer_id": pid, "producer_epoch": epoch})
+        assert c.status_code == 200, c.text
+        epoch = c.json()["producer_epoch"]
+        got = read(stable)
+        assert got.status_code == 200, got.text
+        assert [o["offset"] for o in got.json()["offsets"]] == [i * 10]
+    send_offsets(pid, epoch, 99)   # left open
+    assert [o["offset"] for o in read(latest).json()["offsets"]] == [50]
+    pending = read(stable)
+    assert pending.status_code == 408 and "pending in an open transaction" in pending.json()["message"], pending.text
+
+
 # ---------------------------------------------------------------- consume-transform-produce under SIGKILL
 
 def run_pipeline_with_kills(b, topic, records, kills, seed):

@@ -323,7 +323,11 @@ class group_api {
   /// Moves dead letters back (delay::route_redrive), each at most once: a redriven letter is
   /// marked in its dead-letter partition once its copy is durable. Errors: as dead_letters.
   virtual void redrive(redrive_request request, std::function<void(result<redrive_result>)> done) = 0;
-  /// Committed offsets of the instance's group (all of them when `partitions` is empty).
+  /// Committed offsets of the instance's group (all of them when `partitions` is empty). A
+  /// read_committed instance reads stable offsets only (KIP-447's require_stable, as the Java
+  /// consumer behind Confluent's REST proxy does): while an open transaction holds offsets of
+  /// those partitions pending it waits for the transaction's end, up to 5 s, then
+  /// request_timed_out.
   virtual void committed(std::string group_id, std::string instance_id, group::partition_set partitions,
                          std::function<void(result<group::partition_map<group::committed_offset>>)> done) = 0;
 
