@@ -284,8 +284,15 @@ void handle_offset_fetch(const request_context& ctx, protocol::offset_fetch_requ
       continue;
     }
     ctx.broker_api().groups().fetch_offsets(groups[i].group_id, [g, i](broker::result<broker::group_offsets> r) {
-      if (r.ok()) g->slot(i) = {error_code::none, std::move(r).value()};
-      else g->slot(i) = {code_of(r.error()), {}};
+      if (r.ok()) {
+        g->slot(i) = {error_code::none, std::move(r).value()};
+      } else {
+        // The code is read out of the result before the slot is written (the slot's offsets stay
+        // empty): GCC 12's -Wmaybe-uninitialized, an error here, flagged code_of(r.error())
+        // inside the brace-initialized pair written to the slot.
+        const int16_t code = code_of(r.error());
+        g->slot(i).first = code;
+      }
       g->complete_one();
     });
   }
