@@ -14,6 +14,24 @@ namespace {
 /// enough to cost nothing when idle. A poll with partitions waits on their appends instead.
 constexpr int64_t poll_retry_interval_ms = 10;
 
+/// How long a read_committed instance's committed read waits while an open transaction holds
+/// offsets of its partitions pending (KIP-447: the Java consumer's committed() behind Confluent's
+/// REST proxy asks with require_stable and retries UNSTABLE_OFFSET_COMMIT until its timeout).
+/// A transaction that is ending turns them into committed offsets as soon as its markers are
+/// written (retried every 100 ms); one still open may take up to its transaction.timeout.ms, so
+/// past this bound the read answers 408 instead of the older, soon outdated offset.
+constexpr int64_t committed_stable_wait_ms_max = 5'000;
+/// How often such a read looks again meanwhile.
+constexpr int64_t committed_stable_retry_ms = 10;
+
+/// The partitions of `wanted` (empty: all) whose offsets an open transaction holds pending.
+group::partition_set unstable_of(const group::group_coordinator& coordinator, const std::string& group_id,
+                                 const group::partition_set& wanted) {
+  group::partition_set out = coordinator.pending_txn_partitions(group_id);
+  if (!wanted.empty()) std::erase_if(out, [&](const auto& tp) { return !wanted.contains(tp); });
+  return out;
+}
+
 /// Where each partition of a poll round is watched for appends: past what its read saw (the
 /// records below were read already; a wake-up there would only read them again).
 std::vector<std::pair<model::topic_partition, model::offset>> watch_points(const std::vector<poll_slot>& slots) {
@@ -322,29 +340,65 @@ void group_service_impl::commit(std::string group_id, std::string instance_id,
 void group_service_impl::committed(std::string group_id, std::string instance_id, group::partition_set partitions,
                                    std::function<void(result<group::partition_map<group::committed_offset>>)> done) {
   if (auto refused = not_coordinator(group_id)) return done(*refused);
-  on_coordinator(group_id, [this, group_id, instance_id, partitions = std::move(partitions), done = std::move(done)](
-                               size_t shard, shard_state& st) {
-    group::record_list records;
-    auto s = prepared(shard, st, group_id, instance_id, records, done);
-    if (!s) return;
-    if (!*s || (*s)->joined) {
-      auto hb = st.coordinator.heartbeat(group_id, instance_id, clock_.now_ms());
-      if (!hb.ok()) return done(member_error(st, group_id, instance_id, hb.error()));
-      records.insert(records.end(), hb->records.begin(), hb->records.end());
-    }
-    group::partition_map<group::committed_offset> out;
-    auto all = st.coordinator.committed_offsets(group_id);
-    if (all.ok()) {
-      for (auto& [tp, c] : all.value()) {
-        // A negative committed offset (a Kafka client's -1/-2) is no committed offset here, as
-        // the Java consumer's committed() that Confluent's REST proxy answers with says (null).
-        if ((partitions.empty() || partitions.contains(tp)) && c.committed.value() >= 0) out[tp] = c;
+  const int64_t deadline_ms = clock_.now_ms() + committed_stable_wait_ms_max;
+  on_coordinator(group_id, [this, group_id, instance_id, partitions = std::move(partitions), deadline_ms,
+                            done = std::move(done)](size_t shard, shard_state&) mutable {
+    committed_when_stable(shard, std::move(group_id), std::move(instance_id), std::move(partitions), deadline_ms,
+                          std::move(done));
+  });
+}
+
+void group_service_impl::committed_when_stable(
+    size_t shard, std::string group_id, std::string instance_id, group::partition_set partitions, int64_t deadline_ms,
+    std::function<void(result<group::partition_map<group::committed_offset>>)> done) {
+  auto& st = *shards_[shard];
+  if (auto moved = moved_away(group_id)) return done(*moved);
+  auto settings = st.instances.find(instance_key(group_id, instance_id));
+  const bool read_committed = settings != st.instances.end() && settings->second.read_committed;
+  if (read_committed) {
+    if (auto unstable = unstable_of(st.coordinator, group_id, partitions); !unstable.empty()) {
+      if (clock_.now_ms() >= deadline_ms) {
+        return done(error{errc::request_timed_out,
+                          "the offsets of " + unstable.begin()->directory_name() + " in group '" + group_id +
+                              "' are still pending in an open transaction after " +
+                              std::to_string(committed_stable_wait_ms_max) +
+                              " ms (a read_committed instance reads only stable offsets, KIP-447): retry"});
       }
+      runtime_.post_after(shard, committed_stable_retry_ms,
+                          [this, shard, group_id = std::move(group_id), instance_id = std::move(instance_id),
+                           partitions = std::move(partitions), deadline_ms, done = std::move(done)]() mutable {
+                            committed_when_stable(shard, std::move(group_id), std::move(instance_id),
+                                                  std::move(partitions), deadline_ms, std::move(done));
+                          });
+      return;
     }
-    persist(shard, std::move(records), [done, out = std::move(out)](result<void> r) {
-      if (!r.ok()) return done(r.error());
-      done(out);
-    });
+  }
+  committed_now(shard, st, group_id, instance_id, partitions, std::move(done));
+}
+
+void group_service_impl::committed_now(size_t shard, shard_state& st, const std::string& group_id,
+                                       const std::string& instance_id, const group::partition_set& partitions,
+                                       std::function<void(result<group::partition_map<group::committed_offset>>)> done) {
+  group::record_list records;
+  auto s = prepared(shard, st, group_id, instance_id, records, done);
+  if (!s) return;
+  if (!*s || (*s)->joined) {
+    auto hb = st.coordinator.heartbeat(group_id, instance_id, clock_.now_ms());
+    if (!hb.ok()) return done(member_error(st, group_id, instance_id, hb.error()));
+    records.insert(records.end(), hb->records.begin(), hb->records.end());
+  }
+  group::partition_map<group::committed_offset> out;
+  auto all = st.coordinator.committed_offsets(group_id);
+  if (all.ok()) {
+    for (auto& [tp, c] : all.value()) {
+      // A negative committed offset (a Kafka client's -1/-2) is no committed offset here, as
+      // the Java consumer's committed() that Confluent's REST proxy answers with says (null).
+      if ((partitions.empty() || partitions.contains(tp)) && c.committed.value() >= 0) out[tp] = c;
+    }
+  }
+  persist(shard, std::move(records), [done, out = std::move(out)](result<void> r) {
+    if (!r.ok()) return done(r.error());
+    done(out);
   });
 }
 

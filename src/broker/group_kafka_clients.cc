@@ -247,4 +247,14 @@ void group_service_impl::group_committed(
   });
 }
 
+void group_service_impl::fetch_offsets(std::string group_id, std::function<void(result<group_offsets>)> done) {
+  if (auto refused = not_coordinator(group_id)) return done(*refused);
+  on_coordinator(group_id, [group_id, done = std::move(done)](size_t, shard_state& st) {
+    group_offsets out;
+    if (auto all = st.coordinator.committed_offsets(group_id); all.ok()) out.committed = std::move(all).value();
+    out.unstable = st.coordinator.pending_txn_partitions(group_id);
+    done(std::move(out));
+  });
+}
+
 }  // namespace ringlog::broker::group_service_internal

@@ -197,6 +197,7 @@ class group_service_impl final : public group_service {
                       std::function<void(result<group::partition_map<std::optional<error>>>)> done) override;
   void group_committed(std::string group_id,
                        std::function<void(result<group::partition_map<group::committed_offset>>)> done) override;
+  void fetch_offsets(std::string group_id, std::function<void(result<group_offsets>)> done) override;
   void list_groups(std::function<void(result<std::vector<group::group_listing>>)> done) override;
   [[nodiscard]] group_coordinator_route coordinator_route(const std::string& group_id) const override {
     return host_.offsets_leader_route(partition_of(group_id));
@@ -268,6 +269,16 @@ class group_service_impl final : public group_service {
   void unload_partition(size_t shard, int32_t p);
   /// On the partition's shard: replays partition `p` when this node leads it and has not loaded it.
   void load_if_led(int32_t p);
+  /// On `shard`: committed() once no open transaction holds offsets of the wanted partitions
+  /// pending, for a read_committed instance (KIP-447's require_stable, as the Java consumer's
+  /// committed() asks); looks again every few ms until `deadline_ms`, then request_timed_out.
+  void committed_when_stable(size_t shard, std::string group_id, std::string instance_id,
+                             group::partition_set partitions, int64_t deadline_ms,
+                             std::function<void(result<group::partition_map<group::committed_offset>>)> done);
+  /// On `shard`: committed()'s answer now (a heartbeat of the instance, its committed offsets).
+  void committed_now(size_t shard, shard_state& st, const std::string& group_id, const std::string& instance_id,
+                     const group::partition_set& partitions,
+                     std::function<void(result<group::partition_map<group::committed_offset>>)> done);
   /// On `shard`: appends `records` to their partitions (by the group in each key), then done.
   void persist(size_t shard, group::record_list records, std::function<void(result<void>)> done);
   /// On a member call that failed with unknown_member_id: forget its REST settings.

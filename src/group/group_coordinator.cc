@@ -921,6 +921,16 @@ result<partition_map<committed_offset>> group_coordinator::committed_offsets(std
   return it->second.committed;
 }
 
+partition_set group_coordinator::pending_txn_partitions(std::string_view group_id) const {
+  partition_set out;
+  auto it = groups_.find(group_id);
+  if (it == groups_.end()) return out;
+  for (const auto& [producer_id, offsets] : it->second.pending_txn) {
+    for (const auto& [tp, v] : offsets) out.insert(tp);
+  }
+  return out;
+}
+
 record_list group_coordinator::delete_topic_offsets(std::string_view topic) {
   record_list out;
   for (auto& [gid, g] : groups_) {

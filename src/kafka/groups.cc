@@ -144,35 +144,54 @@ offset_fetch_wanted wanted_of(std::string group_id, const std::optional<Topics>&
   return w;
 }
 
-using committed_map = group::partition_map<group::committed_offset>;
-/// topic -> [(partition, offset, metadata)]
-using offset_rows = std::map<std::string, std::vector<std::tuple<int32_t, int64_t, std::string>>>;
+/// One partition of an OffsetFetch answer; error: NONE, or UNSTABLE_OFFSET_COMMIT (offset -1).
+struct offset_row {
+  int32_t partition = 0;
+  int64_t offset = -1;
+  std::string metadata;
+  int16_t error = error_code::none;
+};
+/// topic -> its partitions' rows
+using offset_rows = std::map<std::string, std::vector<offset_row>>;
 
-/// The rows of one group's answer: the partitions asked for, or every committed one; on a group
-/// error only the partitions asked for (v0-v1 carry the error there). DESCRIBE on each topic: an
-/// all-topics answer leaves the others out; a named one is returned in `refused` (its partitions
-/// answer TOPIC_AUTHORIZATION_FAILED, without offsets).
+/// One partition's row (GroupMetadataManager.getOffsets): with require_stable (v7+, KIP-447) a
+/// partition that an open transaction's offsets name answers UNSTABLE_OFFSET_COMMIT with offset
+/// -1, so the client asks again once the transaction ended instead of reading the older commit;
+/// without it (v0-v6, or false) the last committed offset, as Kafka answers.
+offset_row offset_row_of(const broker::group_offsets& offsets, const model::topic_partition& tp, bool require_stable) {
+  if (require_stable && offsets.unstable.contains(tp)) {
+    return offset_row{tp.partition.value(), -1, "", error_code::unstable_offset_commit};
+  }
+  auto c = offsets.committed.find(tp);
+  if (c == offsets.committed.end()) return offset_row{tp.partition.value(), -1, "", error_code::none};
+  return offset_row{tp.partition.value(), c->second.committed.value(), c->second.metadata, error_code::none};
+}
+
+/// The rows of one group's answer: the partitions asked for, or every committed one (Kafka's
+/// group.allOffsets: a partition with only a pending transactional offset is not listed); on a
+/// group error only the partitions asked for (v0-v1 carry the error there). DESCRIBE on each
+/// topic: an all-topics answer leaves the others out; a named one is returned in `refused` (its
+/// partitions answer TOPIC_AUTHORIZATION_FAILED, without offsets).
 offset_rows offset_fetch_rows(const request_context& ctx, const offset_fetch_wanted& wanted, int16_t code,
-                              const committed_map& committed, std::set<std::string>& refused) {
+                              const broker::group_offsets& offsets, bool require_stable,
+                              std::set<std::string>& refused) {
   offset_rows rows;
   if (wanted.topics) {
     for (const auto& [topic, partitions] : *wanted.topics) {
       auto& row = rows[topic];
       for (int32_t p : partitions) {
-        auto c = committed.find(model::topic_partition{topic, model::partition_id{p}});
-        if (c == committed.end()) row.emplace_back(p, -1, "");
-        else row.emplace_back(p, c->second.committed.value(), c->second.metadata);
+        row.push_back(offset_row_of(offsets, model::topic_partition{topic, model::partition_id{p}}, require_stable));
       }
     }
   } else if (code == error_code::none) {
-    for (const auto& [tp, c] : committed) rows[tp.topic].emplace_back(tp.partition.value(), c.committed.value(), c.metadata);
+    for (const auto& [tp, c] : offsets.committed) rows[tp.topic].push_back(offset_row_of(offsets, tp, require_stable));
   }
   for (auto it = rows.begin(); it != rows.end();) {
     if (ctx.authorized(security::resource_type::topic, it->first, security::acl_operation::describe)) {
       ++it;
     } else if (wanted.topics) {
       refused.insert(it->first);
-      for (auto& [p, offset, metadata] : it->second) std::tie(offset, metadata) = std::pair(int64_t{-1}, std::string());
+      for (auto& r : it->second) r = offset_row{r.partition, -1, "", error_code::none};
       ++it;
     } else {
       it = rows.erase(it);
@@ -184,7 +203,9 @@ offset_rows offset_fetch_rows(const request_context& ctx, const offset_fetch_wan
 /// Adds one group's rows to the answer in the shape of the request's version. A group error (not
 /// the coordinator, GROUP_AUTHORIZATION_FAILED, ...) is the answer's own from v2 and comes with no
 /// partitions; v0-v1 have no such field and carry it on every partition asked for, whatever the
-/// topic's own authorization (Kafka's OffsetFetchRequest.getErrorResponse).
+/// topic's own authorization (Kafka's OffsetFetchRequest.getErrorResponse). UNSTABLE_OFFSET_COMMIT
+/// is a partition's error in every version (v7's top-level error and v8's group error stay NONE:
+/// Kafka's OffsetFetchResponse lists it under partition errors).
 void add_offset_fetch_group(const request_context& ctx, protocol::offset_fetch_response_data& out,
                             const std::string& group_id, int16_t code, const offset_rows& rows,
                             const std::set<std::string>& refused) {
@@ -195,14 +216,14 @@ void add_offset_fetch_group(const request_context& ctx, protocol::offset_fetch_r
     for (const auto& [topic, partitions] : rows) {
       response::offset_fetch_response_topic t;
       t.name = topic;
-      for (const auto& [p, offset, metadata] : partitions) {
+      for (const auto& r : partitions) {
         response::offset_fetch_response_partition rp;
-        rp.partition_index = p;
-        rp.committed_offset = offset;
+        rp.partition_index = r.partition;
+        rp.committed_offset = r.offset;
         rp.committed_leader_epoch = -1;
-        rp.metadata = metadata;
+        rp.metadata = r.metadata;
         const bool topic_refused = code == error_code::none && refused.contains(topic);
-        rp.error_code = topic_refused ? error_code::topic_authorization_failed : code;
+        rp.error_code = topic_refused ? error_code::topic_authorization_failed : code != error_code::none ? code : r.error;
         t.partitions.push_back(std::move(rp));
       }
       out.topics.push_back(std::move(t));
@@ -216,13 +237,13 @@ void add_offset_fetch_group(const request_context& ctx, protocol::offset_fetch_r
     if (code != error_code::none) break;
     response::offset_fetch_response_topics t;
     t.name = topic;
-    for (const auto& [p, offset, metadata] : partitions) {
+    for (const auto& r : partitions) {
       response::offset_fetch_response_partitions rp;
-      rp.partition_index = p;
-      rp.committed_offset = offset;
+      rp.partition_index = r.partition;
+      rp.committed_offset = r.offset;
       rp.committed_leader_epoch = -1;
-      rp.metadata = metadata;
-      if (refused.contains(topic)) rp.error_code = error_code::topic_authorization_failed;
+      rp.metadata = r.metadata;
+      rp.error_code = refused.contains(topic) ? error_code::topic_authorization_failed : r.error;
       t.partitions.push_back(std::move(rp));
     }
     rg.topics.push_back(std::move(t));
@@ -243,12 +264,14 @@ void handle_offset_fetch(const request_context& ctx, protocol::offset_fetch_requ
   // group's coordinator (or is still loading it) answers NOT_COORDINATOR /
   // COORDINATOR_LOAD_IN_PROGRESS as Kafka does, so the client finds the coordinator again; an
   // answer of "no committed offset" there would send it back to auto.offset.reset.
-  using fetched = std::pair<int16_t, committed_map>;
-  auto g = std::make_shared<gather<fetched>>(groups.size(), [ctx, groups](std::vector<fetched>& found) {
+  // require_stable is v7+ (KIP-447): older versions read 0 (false) and get the last commit.
+  const bool require_stable = ctx.api_version >= 7 && request.require_stable;
+  using fetched = std::pair<int16_t, broker::group_offsets>;
+  auto g = std::make_shared<gather<fetched>>(groups.size(), [ctx, groups, require_stable](std::vector<fetched>& found) {
     protocol::offset_fetch_response_data out;
     for (size_t i = 0; i < groups.size(); ++i) {
       std::set<std::string> refused;
-      const auto rows = offset_fetch_rows(ctx, groups[i], found[i].first, found[i].second, refused);
+      const auto rows = offset_fetch_rows(ctx, groups[i], found[i].first, found[i].second, require_stable, refused);
       add_offset_fetch_group(ctx, out, groups[i].group_id, found[i].first, rows, refused);
     }
     ctx.answer(out);
@@ -260,9 +283,16 @@ void handle_offset_fetch(const request_context& ctx, protocol::offset_fetch_requ
       g->complete_one();
       continue;
     }
-    ctx.broker_api().groups().group_committed(groups[i].group_id, [g, i](broker::result<committed_map> r) {
-      if (r.ok()) g->slot(i) = {error_code::none, std::move(r).value()};
-      else g->slot(i) = {code_of(r.error()), {}};
+    ctx.broker_api().groups().fetch_offsets(groups[i].group_id, [g, i](broker::result<broker::group_offsets> r) {
+      if (r.ok()) {
+        g->slot(i) = {error_code::none, std::move(r).value()};
+      } else {
+        // The code is read out of the result before the slot is written (the slot's offsets stay
+        // empty): GCC 12's -Wmaybe-uninitialized, an error here, flagged code_of(r.error())
+        // inside the brace-initialized pair written to the slot.
+        const int16_t code = code_of(r.error());
+        g->slot(i).first = code;
+      }
       g->complete_one();
     });
   }

@@ -42,6 +42,7 @@ inline constexpr int16_t sasl_authentication_failed = 58;
 inline constexpr int16_t fetch_session_id_not_found = 70;
 inline constexpr int16_t fenced_leader_epoch = 74;
 inline constexpr int16_t unknown_leader_epoch = 75;
+inline constexpr int16_t unstable_offset_commit = 88;
 inline constexpr int16_t throttling_quota_exceeded = 89;
 inline constexpr int16_t unknown_topic_id = 100;
 }  // namespace error_code

@@ -282,9 +282,9 @@ result<outcome> transaction_coordinator::end_txn(const std::string& transactiona
       // often the producer's next transaction (an abort right after a commit answered), so it
       // waits like every other call meanwhile: CONCURRENT_TRANSACTIONS is retriable, where
       // INVALID_TXN_STATE would be fatal for the client (breaker finding of session 9: ~3% of
-      // librdkafka aborts right after a commit). Kafka answers PrepareCommit/PrepareAbort so
-      // (TransactionCoordinator.handleEndTransaction); a retry after the markers are written
-      // meets Complete* and gets that state's answer.
+      // librdkafka aborts right after a commit). Kafka answers so only the same decision; the
+      // other one is INVALID_TXN_STATE there (TransactionCoordinator.handleEndTransaction). A
+      // retry after the markers are written meets Complete* and gets that state's answer.
       return error{errc::concurrent_transactions, who(transactional_id) + " is writing the markers of its " +
                                                       std::string(md.state == txn_state::prepare_commit ? "commit" : "abort") +
                                                       ": retry"};

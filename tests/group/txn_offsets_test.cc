@@ -96,6 +96,23 @@ TEST_CASE("pending transactional offsets survive a replay; completion records re
   CHECK(committed(replayed, "g", tp("in", 0)) == 10);
 }
 
+TEST_CASE("pending_txn_partitions names every partition an open transaction holds, until its end (KIP-447)") {
+  group_coordinator c(1, 0);
+  CHECK(c.pending_txn_partitions("g").empty());   // unknown group
+  REQUIRE(c.commit_offsets_standalone("g", at("in", 0, 5), t0).ok());
+  CHECK(c.pending_txn_partitions("g").empty());   // a plain commit is stable at once
+  REQUIRE(c.txn_commit_offsets("g", "", std::nullopt, -1, 42, at("in", 0, 10), t0).ok());
+  REQUIRE(c.txn_commit_offsets("g", "", std::nullopt, -1, 43, at("in", 1, 20), t0).ok());
+  REQUIRE(c.txn_commit_offsets("other", "", std::nullopt, -1, 44, at("in", 2, 30), t0).ok());
+  CHECK(c.pending_txn_partitions("g") == partition_set{tp("in", 0), tp("in", 1)});
+  CHECK(committed(c, "g", tp("in", 0)) == 5);   // the older commit stays the committed one meanwhile
+  c.complete_txn_offsets(42, false, all_groups, t0);
+  CHECK(c.pending_txn_partitions("g") == partition_set{tp("in", 1)});
+  c.complete_txn_offsets(43, true, all_groups, t0);
+  CHECK(c.pending_txn_partitions("g").empty());
+  CHECK(c.pending_txn_partitions("other") == partition_set{tp("in", 2)});
+}
+
 TEST_CASE("a transactional commit naming a stale generation of a classic group is fenced (KIP-447)") {
   group_coordinator c(1, 0);
   classic_join_request j;

@@ -294,3 +294,63 @@ def incremental_alter_config_v0(bootstrap, resource_type, resource_name, name, v
     r.take(">i")   # throttle_time_ms
     assert r.take(">i") == 1
     return r.take(">h"), r.string()
+
+
+API_OFFSET_FETCH = 9
+
+
+def offset_fetch_request(version, group, topics, require_stable=False):
+    """An OffsetFetch body, v6-v8 (flexible). `topics`: [(name, [partition, ...])], or None for
+    every committed partition (v8 only). require_stable (KIP-447) is v7+; v8 names one group in
+    its `groups` array (KIP-709)."""
+    assert 6 <= version <= 8
+    assert topics is not None or version == 8
+    if topics is None:
+        listed = uvarint(0)
+    else:
+        listed = uvarint(len(topics) + 1) + b"".join(
+            compact_string(name) + uvarint(len(parts) + 1) + b"".join(struct.pack(">i", p) for p in parts) + b"\x00"
+            for name, parts in topics)
+    stable = struct.pack(">b", 1 if require_stable else 0) if version >= 7 else b""
+    if version < 8:
+        return compact_string(group) + listed + stable + b"\x00"
+    return uvarint(2) + compact_string(group) + listed + b"\x00" + stable + b"\x00"
+
+
+def parse_offset_fetch(version, body):
+    """(error, {(topic, partition): (committed_offset, error)}) of an OffsetFetch v6-v8 answer
+    (the body after the correlation id, header v1). error: the top-level one (v6-v7) or the one
+    group's (v8)."""
+    r = FlexReader(body)
+    r.skip_tags()        # response header v1
+    r.take(">i")         # throttle_time_ms
+
+    def topics():
+        out = {}
+        for _ in range(r.uvarint() - 1):
+            name = r.compact_string()
+            for _ in range(r.uvarint() - 1):
+                partition, offset, _epoch = r.take(">i"), r.take(">q"), r.take(">i")
+                r.compact_string()   # metadata
+                out[(name, partition)] = (offset, r.take(">h"))
+                r.skip_tags()
+            r.skip_tags()
+        return out
+
+    if version < 8:
+        partitions = topics()
+        return r.take(">h"), partitions
+    assert r.uvarint() == 2, "one group asked for, one answered"
+    r.compact_string()   # group_id
+    partitions = topics()
+    error = r.take(">h")
+    r.skip_tags()
+    return error, partitions
+
+
+def offset_fetch(bootstrap, version, group, topics, require_stable=False):
+    """Sends one OffsetFetch (see offset_fetch_request) and returns parse_offset_fetch's answer."""
+    with connect(bootstrap) as sock:
+        _, body = exchange_flexible(sock, API_OFFSET_FETCH, version, 1,
+                                    offset_fetch_request(version, group, topics, require_stable))
+    return parse_offset_fetch(version, body)

@@ -13,6 +13,7 @@ import urllib.parse
 import requests
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
+import kafka_wire as kw
 from conftest import Broker, free_port, wait_until
 
 PRODUCER_FENCED_HTTP = 40906
@@ -240,6 +241,113 @@ def test_kafka_send_offsets_to_transaction_commits_offsets_with_the_transaction(
     p.commit_transaction(20)
     wait_until(lambda: committed() == 11, 20, "the transaction's offsets to be committed")
     c.close()
+
+
+UNSTABLE_OFFSET_COMMIT = 88
+
+
+def test_offset_fetch_require_stable_answers_unstable_while_the_transactions_offsets_are_pending(tbroker, topic_name):
+    """KIP-447 (GroupMetadataManager.getOffsets): while a transaction's offsets are pending
+    (TxnOffsetCommit written, the transaction not ended), OffsetFetch v7+ with require_stable
+    answers UNSTABLE_OFFSET_COMMIT on that partition (offset -1; v7's top-level error and v8's
+    group error stay NONE); without require_stable, and in v6, the last committed offset. Once
+    the transaction ends, the stable answer is the offset it committed (or, aborted, the older)."""
+    tbroker.create_topic(topic_name, partitions=2)
+    group = "stable-" + topic_name
+    c = Consumer({"bootstrap.servers": tbroker.bootstrap, "group.id": group, "enable.auto.commit": False})
+    c.commit(offsets=[TopicPartition(topic_name, 0, 5), TopicPartition(topic_name, 1, 6)], asynchronous=False)
+    asked = [(topic_name, [0, 1])]
+
+    def fetch(version, stable):
+        return kw.offset_fetch(tbroker.bootstrap, version, group, asked, require_stable=stable)
+
+    p = transactional_producer(tbroker, "stable-" + topic_name)
+    p.init_transactions(20)
+    for end, expected in (("abort", 5), ("commit", 11)):
+        p.begin_transaction()
+        p.produce(topic_name, value=b"x", partition=0)
+        p.send_offsets_to_transaction([TopicPartition(topic_name, 0, 11)], c.consumer_group_metadata(), 20)
+        pending = {(topic_name, 0): (-1, UNSTABLE_OFFSET_COMMIT), (topic_name, 1): (6, 0)}
+        last = {(topic_name, 0): (5, 0), (topic_name, 1): (6, 0)}
+        assert fetch(7, True) == (0, pending)
+        assert fetch(8, True) == (0, pending)
+        assert kw.offset_fetch(tbroker.bootstrap, 8, group, None, require_stable=True) == (0, pending)
+        assert fetch(7, False) == (0, last)
+        assert fetch(6, False) == (0, last)
+        getattr(p, end + "_transaction")(20)
+        # Until the marker is applied the stable answer may still be UNSTABLE, never the older offset.
+        after = {(topic_name, 0): (expected, 0), (topic_name, 1): (6, 0)}
+        seen = []
+        wait_until(lambda: seen.append(fetch(7, True)) or seen[-1] == (0, after), 20, f"the {end} to be applied")
+        assert all(a in ((0, pending), (0, after)) for a in seen), seen
+    c.close()
+
+
+def test_read_committed_committed_after_commit_transaction_is_never_the_older_offset(tbroker, topic_name):
+    """The new user's txn_offsets_stale.py: librdkafka asks OffsetFetch with require_stable for a
+    read_committed consumer and retries on UNSTABLE_OFFSET_COMMIT, so committed() right after
+    commit_transaction() returns the transaction's offset, never the one before it."""
+    tbroker.create_topic(topic_name)
+    group = "fresh-" + topic_name
+    p = transactional_producer(tbroker, "fresh-" + topic_name)
+    p.init_transactions(20)
+    c = Consumer({"bootstrap.servers": tbroker.bootstrap, "group.id": group, "enable.auto.commit": False,
+                  "isolation.level": "read_committed"})
+    got = []
+    for i in range(1, 11):
+        p.begin_transaction()
+        p.produce(topic_name, value=b"x", partition=0)
+        p.send_offsets_to_transaction([TopicPartition(topic_name, 0, i * 10)], c.consumer_group_metadata(), 20)
+        p.commit_transaction(20)
+        got.append(c.committed([TopicPartition(topic_name, 0)], timeout=10)[0].offset)
+    c.close()
+    assert got == [i * 10 for i in range(1, 11)]
+
+
+V2 = {"Content-Type": "application/vnd.kafka.v2+json"}
+
+
+def test_http_read_committed_instance_reads_the_offsets_of_a_commit_that_answered(tbroker, topic_name):
+    """The HTTP door agrees with OffsetFetch's require_stable: a read_committed REST v2 instance's
+    GET .../offsets right after an HTTP commit answered is the transaction's offset, never the
+    one before (it waits while the offsets are pending, as the Java consumer's committed() does
+    behind Confluent's REST proxy); a read_uncommitted instance is answered at once with the
+    last committed offset; and one pending in a transaction left open answers 408, not the older
+    offset."""
+    tbroker.create_topic(topic_name)
+    group, tid = "hs-" + topic_name, "hs-" + topic_name
+
+    def instance(name, isolation):
+        r = requests.post(f"{tbroker.url}/consumers/{group}", headers=V2,
+                          json={"name": name, "format": "json", "isolation.level": isolation})
+        assert r.status_code == 200, r.text
+        return r.json()["base_uri"]
+
+    def read(inst):
+        return requests.get(inst + "/offsets", headers=V2, json={"partitions": [{"topic": topic_name, "partition": 0}]})
+
+    def send_offsets(pid, epoch, offset):
+        body = {"producer_id": pid, "producer_epoch": epoch, "group_id": group,
+                "offsets": [{"topic": topic_name, "partition": 0, "offset": offset}]}
+        # Right after a commit answered its markers may still be written: 409 40907, retry.
+        r = wait_until(lambda: (lambda r: r.status_code != 409 and r)(
+            requests.post(txn_url(tbroker, f"/{tid}/offsets"), json=body)), 20, "the offsets call")
+        assert r.status_code == 204, r.text
+
+    stable, latest = instance("rc", "read_committed"), instance("ru", "read_uncommitted")
+    pid, epoch = begin(tbroker, tid)
+    for i in range(1, 6):
+        send_offsets(pid, epoch, i * 10)
+        c = requests.post(txn_url(tbroker, f"/{tid}/commit"), json={"producer_id": pid, "producer_epoch": epoch})
+        assert c.status_code == 200, c.text
+        epoch = c.json()["producer_epoch"]
+        got = read(stable)
+        assert got.status_code == 200, got.text
+        assert [o["offset"] for o in got.json()["offsets"]] == [i * 10]
+    send_offsets(pid, epoch, 99)   # left open
+    assert [o["offset"] for o in read(latest).json()["offsets"]] == [50]
+    pending = read(stable)
+    assert pending.status_code == 408 and "pending in an open transaction" in pending.json()["message"], pending.text
 
 
 # ---------------------------------------------------------------- consume-transform-produce under SIGKILL

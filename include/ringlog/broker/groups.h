@@ -231,6 +231,15 @@ struct offset_commit_answer {
   group::partition_map<error> refused;
 };
 
+/// A group's offsets as Kafka's OffsetFetch reads them (GroupMetadataManager.getOffsets): the
+/// committed ones, and the partitions an open transaction's offsets name (`unstable`), which a
+/// require_stable fetch (KIP-447) answers UNSTABLE_OFFSET_COMMIT instead of the older commit.
+/// Both are read at one moment on the coordinator's shard.
+struct group_offsets {
+  group::partition_map<group::committed_offset> committed;
+  group::partition_set unstable;
+};
+
 /// Where a group's calls are served now (design.md section 7: by the leader of the group's
 /// __consumer_offsets partition), as the metadata image on this node says.
 struct group_coordinator_route {
@@ -314,7 +323,11 @@ class group_api {
   /// Moves dead letters back (delay::route_redrive), each at most once: a redriven letter is
   /// marked in its dead-letter partition once its copy is durable. Errors: as dead_letters.
   virtual void redrive(redrive_request request, std::function<void(result<redrive_result>)> done) = 0;
-  /// Committed offsets of the instance's group (all of them when `partitions` is empty).
+  /// Committed offsets of the instance's group (all of them when `partitions` is empty). A
+  /// read_committed instance reads stable offsets only (KIP-447's require_stable, as the Java
+  /// consumer behind Confluent's REST proxy does): while an open transaction holds offsets of
+  /// those partitions pending it waits for the transaction's end, up to 5 s, then
+  /// request_timed_out.
   virtual void committed(std::string group_id, std::string instance_id, group::partition_set partitions,
                          std::function<void(result<group::partition_map<group::committed_offset>>)> done) = 0;
 
@@ -363,6 +376,10 @@ class group_api {
   /// Every committed offset of a group; empty when the group is unknown (Kafka's OffsetFetch).
   virtual void group_committed(std::string group_id,
                                std::function<void(result<group::partition_map<group::committed_offset>>)> done) = 0;
+  /// Kafka's OffsetFetch: group_committed and, read with it, the partitions whose offsets an open
+  /// transaction holds pending (group_offsets); empty when the group is unknown. Errors:
+  /// not_coordinator, coordinator_load_in_progress.
+  virtual void fetch_offsets(std::string group_id, std::function<void(result<group_offsets>)> done) = 0;
 
   // ---- admin
   virtual void list_groups(std::function<void(result<std::vector<group::group_listing>>)> done) = 0;

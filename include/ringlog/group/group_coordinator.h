@@ -336,6 +336,11 @@ class group_coordinator {
                                    const std::function<bool(std::string_view)>& belongs, int64_t now_ms);
   /// The group's committed offsets. Errors: group_id_not_found.
   result<partition_map<committed_offset>> committed_offsets(std::string_view group_id) const;
+  /// The partitions of the group that an open transaction's offsets name (TxnOffsetCommit
+  /// written, its marker not yet applied by complete_txn_offsets), whatever the producer: Kafka's
+  /// GroupMetadata.hasPendingOffsetCommitsForTopicPartition, for which OffsetFetch with
+  /// require_stable (KIP-447) answers UNSTABLE_OFFSET_COMMIT. Empty for an unknown group.
+  partition_set pending_txn_partitions(std::string_view group_id) const;
   /// Topic deletion: forgets every group's committed offsets and positions of `topic` and returns
   /// their tombstones (a new topic of the same name starts clean).
   record_list delete_topic_offsets(std::string_view topic);
