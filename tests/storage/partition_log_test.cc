@@ -1,5 +1,8 @@
 #include <doctest.h>
 
+#include <algorithm>
+#include <filesystem>
+
 #include "ringlog/io/sim_file_system.h"
 #include "test_util.h"
 
@@ -138,6 +141,59 @@ TEST_CASE("recovery cuts a corrupt or torn tail and everything after it") {
     auto r = log.value()->append(make_batch(1, 7, t0), model::leader_epoch{0});
     REQUIRE(r.ok());
     CHECK(r->base_offset.value() == 18);
+  }
+}
+
+TEST_CASE("recovery that ends below the checkpointed recovery point says so, however the records went") {
+  // The breaker of session 40: the active segment cut to 0 bytes or at a batch boundary lost
+  // acknowledged records without a line (only a cut inside a batch was logged).
+  test::temp_dir dir;
+  auto fs = io::make_posix_file_system();
+  base::manual_clock clock(t0);
+  const std::string path = dir.path() + "/t-0";
+  {
+    auto log = partition_log::open(*fs, path, small_segments(), clock);
+    REQUIRE(log.ok());
+    for (int b = 0; b < 50; ++b) REQUIRE(log.value()->append(make_batch(4, b, t0), model::leader_epoch{1}).ok());
+    log.value()->set_high_watermark(model::offset{200});
+    REQUIRE(log.value()->close().ok());
+  }
+  std::vector<std::filesystem::path> segments;
+  for (const auto& e : std::filesystem::directory_iterator(path)) {
+    if (e.path().extension() == ".log") segments.push_back(e.path());
+  }
+  std::sort(segments.begin(), segments.end());
+  REQUIRE(segments.size() >= 2);
+  const auto active = segments.back();
+  const auto size = std::filesystem::file_size(active);
+  auto has_lost_line = [](const partition_log& log) {
+    for (const auto& w : log.last_recovery().warnings) {
+      if (w.find("below the recovery point 200") != std::string::npos && w.find("acknowledged records were lost") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  SUBCASE("the active segment cut to nothing") {
+    std::filesystem::resize_file(active, 0);
+    auto log = partition_log::open(*fs, path, small_segments(), clock);
+    REQUIRE(log.ok());
+    CHECK(log.value()->log_end_offset().value() < 200);
+    CHECK(has_lost_line(*log.value()));
+  }
+  SUBCASE("the active segment cut at a batch boundary") {
+    const uint64_t batch_bytes = make_batch(4, 0, t0).size();
+    std::filesystem::resize_file(active, size - batch_bytes);
+    auto log = partition_log::open(*fs, path, small_segments(), clock);
+    REQUIRE(log.ok());
+    CHECK(log.value()->log_end_offset().value() == 196);
+    CHECK(has_lost_line(*log.value()));
+  }
+  SUBCASE("nothing cut: no such line") {
+    auto log = partition_log::open(*fs, path, small_segments(), clock);
+    REQUIRE(log.ok());
+    CHECK(log.value()->log_end_offset().value() == 200);
+    CHECK_FALSE(has_lost_line(*log.value()));
   }
 }
 
