@@ -105,7 +105,9 @@ bool leader_forwarder::ready_for_forwarded(const std::string& name, int32_t part
   if (partition >= t->partitions_count()) return false;
   const auto& replicas = t->image->partitions[static_cast<size_t>(partition)].replicas;
   if (std::find(replicas.begin(), replicas.end(), config_.node_id) == replicas.end()) return true;   // not ours: not-leader
-  return t->partitions[static_cast<size_t>(partition)]->open_here.load(std::memory_order_acquire);
+  // A replica whose files did not open is not waited for: it is offline (no_replica_here says why).
+  const auto& stats = *t->partitions[static_cast<size_t>(partition)];
+  return stats.open_here.load(std::memory_order_acquire) || !stats.open_failure().empty();
 }
 
 void leader_forwarder::when_topic_known(std::function<bool()> known, std::function<void()> then, int64_t waited_ms) {
