@@ -25,5 +25,9 @@ inline constexpr int64_t shard_loop_lag_probe_interval_ms = 10;
 /// retrying in a loop fails thousands a minute, and one line per 10 s still shows the cause and
 /// that it goes on.
 inline constexpr int64_t tls_handshake_warning_interval_ms = 10'000;
+/// The same for other warnings a peer can repeat at will, per reason (log_rate_limit): a client
+/// cutting frames short (the breaker of session 40: 200 lines for 200 cut frames), a follower
+/// refusing its leader's records on every retry (100 lines in 10 s).
+inline constexpr int64_t repeated_warning_interval_ms = 10'000;
 
 }  // namespace ringlog::runtime::constants
