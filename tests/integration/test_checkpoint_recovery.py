@@ -121,8 +121,9 @@ def test_an_offline_replica_is_offline_at_every_door(tmp_path):
         metrics = requests.get(f"{b.url}/metrics", timeout=10).text
         assert f'ringlog_topic_offline_partitions{{topic="{BAD}"}} 1' in metrics
         # HTTP: 503 naming the damaged file, never "created a moment ago".
-        for url in (f"{b.url}/topics/{BAD}/partitions/0/records?offset=0", f"{b.url}/topics/{BAD}/partitions/0/offsets"):
-            r = requests.get(url, headers={"Accept": BINARY}, timeout=30)
+        for url, accept in ((f"{b.url}/topics/{BAD}/partitions/0/records?offset=0", BINARY),
+                            (f"{b.url}/topics/{BAD}/partitions/0/offsets", "application/json")):
+            r = requests.get(url, headers={"Accept": accept}, timeout=30)
             assert r.status_code == 503 and str(path) in r.text and "a moment ago" not in r.text, (url, r.text)
         # Kafka Metadata: no leader, LEADER_NOT_AVAILABLE.
         md = AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(BAD, timeout=10).topics[BAD].partitions[0]
