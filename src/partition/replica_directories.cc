@@ -66,33 +66,22 @@ struct stray_verdict {
   std::string reason;   // the line logged (what the directory is, and what happens to it)
 };
 
-/// Whether directory `name` is a partition of a topic in `image` with a replica on `node_id`.
-bool hosted_here(const std::string& name, const controller::metadata_image& image, int32_t node_id) {
-  const auto dash = name.find_last_of('-');
-  if (dash == std::string::npos) return false;
-  const controller::topic_image* topic = image.find_topic(std::string_view(name).substr(0, dash));
-  if (topic == nullptr) return false;
-  const int32_t partition = partition_of_directory(name, topic->name);
-  if (partition < 0 || partition >= static_cast<int32_t>(topic->partitions.size())) return false;
-  const auto& replicas = topic->partitions[static_cast<size_t>(partition)].replicas;
-  return std::find(replicas.begin(), replicas.end(), node_id) != replicas.end();
-}
-
-/// What to do with the directory `name` with partition.metadata `text` as of `image`, or nullopt
-/// when it is this node's, not recognised, or in doubt (open_replica then keeps it offline).
+/// What to do with the directory `name` with partition.metadata `text` as of the image whose
+/// topics by partition.metadata text are `by_metadata`, or nullopt when it is this node's or not
+/// recognised (open_replica then keeps a damaged one offline).
 std::optional<stray_verdict> stray_reason(const std::string& name, const std::string& text,
                                           const std::map<std::string, const controller::topic_image*>& by_metadata,
-                                          const controller::metadata_image& image, int32_t node_id) {
+                                          int32_t node_id) {
   // Not one we wrote (damaged: open_replica keeps it offline, never deleted here).
   if (!well_formed_metadata(text)) return std::nullopt;
   auto it = by_metadata.find(text);
   if (it == by_metadata.end()) {
     // The image keeps no deleted topic ids, so an unknown id is a topic deleted while this
-    // broker was down (re-created or not) or a damaged file: when the name is a partition this
-    // node hosts, open_replica keeps it offline naming both ids (the breaker of session 40: a
-    // flipped id deleted 6000 acknowledged records of the only copy). Any other such directory
-    // is moved aside, never deleted: Kafka's LogManager renames stray logs "-stray" (KAFKA-15813).
-    if (hosted_here(name, image, node_id)) return std::nullopt;
+    // broker was down (re-created under the same name or not) or a damaged file: either way it
+    // is moved aside, never deleted (the breaker of session 40: a flipped id deleted 6000
+    // acknowledged records of the only copy), as Kafka's LogManager renames stray logs "-stray"
+    // (KAFKA-15813); a partition of that name this node hosts then starts a new replica, which
+    // its leader fills, so a topic re-created while this broker was down is served at once.
     return stray_verdict{stray_action::move_aside,
                          "log directory " + name + " belongs to topic id " + topic_id_of(text) +
                              ", which no longer exists (deleted while this broker was down, or before its "
@@ -167,7 +156,7 @@ void remove_stray_replicas(const log_directory& dir, const controller::metadata_
     auto text = read_text(dir.fs, path + "/partition.metadata");
     if (!text) continue;
     if (name.ends_with(stray_suffix)) continue;   // moved aside before: kept for the operator
-    auto verdict = stray_reason(name, *text, by_metadata, image, node_id);
+    auto verdict = stray_reason(name, *text, by_metadata, node_id);
     if (verdict) settle_stray(dir, name, *text, *verdict);
   }
 }

@@ -69,7 +69,7 @@ TEST_CASE("a restart moves aside deleted topics' directories, deletes replicas m
   const controller::uuid orders = id_of(1), moved = id_of(2), gone = id_of(3), old_orders = id_of(4);
   // Node 1 holds orders-0, not moved-0 (reassigned to 2 and 3 while it was down); the topic of
   // id 3 was deleted meanwhile, and orders-1's directory names an unknown id: a former topic
-  // "orders" or a damaged file (open_replica keeps it offline: the breaker of session 40).
+  // "orders" or a damaged file, moved aside too (never deleted: the breaker of session 40).
   std::vector<protocol::metadata_record> records;
   add_topic(records, "orders", orders, {{1, 2}, {1, 2}});
   add_topic(records, "moved", moved, {{2, 3}});
@@ -88,18 +88,20 @@ TEST_CASE("a restart moves aside deleted topics' directories, deletes replicas m
   remove_stray_replicas(dir, *image, 1);
 
   const std::string aside = root + "/deleted-0." + controller::uuid_to_string(gone) + "-stray";
+  const std::string orders_aside = root + "/orders-1." + controller::uuid_to_string(old_orders) + "-stray";
   CHECK(fs->exists(root + "/orders-0"));
-  CHECK(fs->exists(root + "/orders-1/partition.metadata"));   // in doubt: kept in place
+  CHECK_FALSE(fs->exists(root + "/orders-1"));                // a new replica starts there
+  CHECK(fs->exists(orders_aside + "/partition.metadata"));
   CHECK_FALSE(fs->exists(root + "/moved-0"));
   CHECK_FALSE(fs->exists(root + "/deleted-0"));
   CHECK(fs->exists(aside + "/partition.metadata"));           // moved aside, never deleted
   CHECK(fs->exists(root + "/__cluster_metadata-0"));
   CHECK(fs->exists(root + "/legacy-0"));
-  REQUIRE(lines.size() == 2);
-  const std::string all = lines[0].second + "\n" + lines[1].second;
+  REQUIRE(lines.size() == 3);
+  const std::string all = lines[0].second + "\n" + lines[1].second + "\n" + lines[2].second;
   CHECK(all.find("log directory deleted-0 belongs to topic id " + controller::uuid_to_string(gone)) != std::string::npos);
   CHECK(all.find("moved aside to " + aside) != std::string::npos);
-  CHECK(all.find("orders-1") == std::string::npos);
+  CHECK(all.find("moved aside to " + orders_aside) != std::string::npos);
   CHECK(all.find("partition moved-0 was reassigned away from this broker while it was down") != std::string::npos);
   for (const auto& [info, line] : lines) CHECK(info == (line.find("reassigned away") != std::string::npos));
 
