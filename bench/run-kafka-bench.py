@@ -8,7 +8,9 @@ the protocols are compared on one machine state; and fio's buffered sequential w
 fdatasync every 1 MiB into the same file system, the machine's limit for what an fsync-before-ack
 broker can write.
 
-Usage: bench/run-kafka-bench.py [BUILD_DIR]   (env: RECORDS=200000, PARTITIONS=6, HTTP_MS=10000)
+Usage: bench/run-kafka-bench.py [BUILD_DIR]   (env: RECORDS=200000, PARTITIONS=6, HTTP_MS=10000;
+SETS="key=value ..." adds --set options to the broker, e.g. SETS="socket.send.buffer.bytes=-1";
+FIO=0 leaves fio out)
 Prints a markdown table. Runs its own broker (HTTP 127.0.0.1:9690, Kafka 127.0.0.1:9692) with a
 temporary log.dirs. Not a test: no figure is asserted.
 """
@@ -22,6 +24,8 @@ RINGLOG = os.path.join(BUILD, "src/app/ringlog")
 RECORDS = int(os.environ.get("RECORDS", "200000"))
 PARTITIONS = int(os.environ.get("PARTITIONS", "6"))
 HTTP_MS = int(os.environ.get("HTTP_MS", "10000"))
+SETS = os.environ.get("SETS", "").split()
+FIO = os.environ.get("FIO", "1") != "0"
 RECORD_BYTES = 1024
 HTTP = "http://127.0.0.1:9690"
 KAFKA = "127.0.0.1:9692"
@@ -104,7 +108,8 @@ def fio(directory):
 def main():
     data = tempfile.mkdtemp(prefix="ringlog-kafka-bench-")
     proc = subprocess.Popen([RINGLOG, "serve", "--set", f"listeners={HTTP},kafka://{KAFKA}", "--set",
-                             f"log.dirs={data}/d"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+                             f"log.dirs={data}/d", *[a for kv in SETS for a in ("--set", kv)]],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
         wait_healthy(proc)
         rows = []
@@ -123,7 +128,7 @@ def main():
             h = benches[transport] = ringlog_bench(transport)
             rows.append((name, h.get("produced_records_per_s", h.get("records_per_s", 0)),
                          h.get("produced_mb_per_s", h.get("mb_per_s", 0))))
-        limit = fio(data)
+        limit = fio(data) if FIO else None
         print(f"{RECORDS} records of {RECORD_BYTES} bytes over {PARTITIONS} partitions\n")
         print("| what | records/s | MB/s |\n|---|---:|---:|")
         for name, rps, mbs in rows:

@@ -323,6 +323,13 @@ std::string kafka_fetch_metrics(const kafka::fetch_counters& c) {
   return out;
 }
 
+/// socket.send.buffer.bytes and socket.receive.buffer.bytes, for the http, https and Kafka
+/// listeners. The cluster listener keeps the OS defaults: its peers are this cluster's brokers,
+/// whose replica fetches are bounded by replica.fetch.max.bytes already.
+runtime::socket_buffer_sizes socket_buffers_of(const config::server_config& cfg) {
+  return {.send_bytes = cfg.socket_send_buffer_bytes, .receive_bytes = cfg.socket_receive_buffer_bytes};
+}
+
 /// Starts Kafka listener `l` (bound by serve before the broker opened, so the broker registered
 /// the port actually bound) with a request handler of its own: Metadata answers the endpoints of
 /// this listener's name, and a TLS listener copies Fetch record sets into the answer (sendfile
@@ -367,6 +374,7 @@ base::result<kafka_front_end, std::string> start_kafka_listener(const config::se
   RINGLOG_ASSERT(!listen.sasl || l.oauthbearer || std::find(m.begin(), m.end(), "OAUTHBEARER") == m.end(),
                  "config validation (check_jwks_needed) refuses OAUTHBEARER without sasl.oauthbearer.jwks.endpoint.url");
   listen.limits = l.limits;
+  listen.socket_buffers = socket_buffers_of(cfg);
   listen.request_pool = std::move(request_pool);
   auto bound = kafka::listener::listen(runtime, *out.handler, listen);
   if (!bound.ok()) return bound.error();
@@ -603,6 +611,7 @@ bool start_front_ends(const config::server_config& cfg, const bound_listeners& b
     front.tls = bound.https_tls;
     front.authentication_timeout_ms = cfg.connection_authentication_timeout_ms;
     front.limits = bound.limits;
+    front.socket_buffers = socket_buffers_of(cfg);
     auto started = gateway::tls_front::start(runtime, server, front);
     if (started.ok()) {
       https = std::move(started).value();
@@ -1019,6 +1028,7 @@ void set_http_listener(gateway::server_options& options, const config::server_co
   options.connections_max = budget.connections_max;
   options.listen_fd = bound.http_fd;
   options.connection_limits = bound.limits;
+  options.socket_buffers = socket_buffers_of(cfg);
   options.listen = bound.http_record != nullptr;
   options.peer_tls_client = bound.peer_https_client;
 }

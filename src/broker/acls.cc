@@ -82,15 +82,7 @@ std::optional<error> security_manager::auto_create_refusal(const produce_request
   if (!config_.auto_create_topics_enable || model::is_internal_topic(request.topic)) {
     return error{errc::unknown_topic_or_partition, unknown_topic_message(request.topic)};
   }
-  if (!config_.authorizer_enabled) return std::nullopt;
-  const auto allowed = [&](security::resource_type resource, std::string_view name) {
-    return authorize(request.principal, request.host, security::acl_action{resource, name, security::acl_operation::create})
-        .allowed();
-  };
-  if (allowed(security::resource_type::cluster, security::cluster_resource_name) ||
-      allowed(security::resource_type::topic, request.topic)) {
-    return std::nullopt;
-  }
+  if (may_create_topic(*this, request.principal, request.host, request.topic)) return std::nullopt;
   return error{errc::unknown_topic_or_partition, unknown_topic_message(request.topic) +
                                                      "; auto-creating it needs CREATE on the cluster or on the topic, "
                                                      "which " + request.principal.to_string() + " lacks"};

@@ -54,6 +54,12 @@ int32_t broker_impl::group_coordinator_id(const std::string& group_id) const {
   return t->image->partitions[static_cast<size_t>(p)].leader;
 }
 
+void broker_impl::await_metadata_applied(int64_t offset, int64_t timeout_ms, std::function<void(bool applied)> then) {
+  parts_.deps_.runtime.post(controller_shard, [this, offset, timeout_ms, then = std::move(then)]() mutable {
+    parts_.publisher_.apply_queue().await_applied_through(offset, timeout_ms, std::move(then));
+  });
+}
+
 // ---------------------------------------------------------------- shutdown
 
 void broker_parts::begin_shutdown() {

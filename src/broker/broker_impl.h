@@ -25,6 +25,8 @@ class broker_impl final : public broker {
   void abandon() { parts_.abandon(); }
 
   void await_metadata_barrier(std::function<void()> then) override { parts_.barrier_.post_caught_up(std::move(then)); }
+  [[nodiscard]] int64_t applied_metadata_offset() const override { return parts_.view()->image->offset(); }
+  void await_metadata_applied(int64_t offset, int64_t timeout_ms, std::function<void(bool applied)> then) override;
   void describe_delay_schedulers(std::function<void(std::vector<delay_scheduler_description>)> done) override {
     parts_.delay_host_.describe(std::move(done));
   }

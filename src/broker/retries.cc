@@ -306,9 +306,7 @@ std::optional<error> copy_refusal(const broker& b, const security::kafka_princip
     return error{errc::topic_authorization_failed,
                  std::string(what) + " refused: its copy goes to topic '" + topic + "', and " + who + " lacks WRITE on it"};
   }
-  if (!b.admin().topic_exists(topic) &&
-      !allowed(security::resource_type::cluster, security::cluster_resource_name, security::acl_operation::create) &&
-      !allowed(security::resource_type::topic, topic, security::acl_operation::create)) {
+  if (!b.admin().topic_exists(topic) && !may_create_topic(b.security(), principal, host, topic)) {
     return error{errc::topic_authorization_failed, std::string(what) + " refused: its copy would create topic '" + topic +
                                                        "', and " + who + " lacks CREATE on the cluster or on that topic"};
   }

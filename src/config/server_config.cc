@@ -61,6 +61,24 @@ key_spec int_key(std::string name, Int server_config::*field, int64_t min, int64
       [field](const server_config& c) { return std::to_string(c.*field); }};
 }
 
+/// socket.send.buffer.bytes, socket.receive.buffer.bytes: -1 (Kafka's "the OS default") or a
+/// size in [socket_buffer_bytes_min, socket_buffer_bytes_max].
+key_spec socket_buffer_key(std::string name, int32_t server_config::*field, std::string doc) {
+  const std::string range = "-1 (the OS default) or an integer in [" + std::to_string(socket_buffer_bytes_min) +
+                            ", " + std::to_string(socket_buffer_bytes_max) + "]";
+  return key_spec{
+      std::move(name), doc + " (" + range + ")",
+      [field, range](server_config& c, std::string_view v) -> std::optional<std::string> {
+        int64_t x = 0;
+        auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+        const bool in_range = x == -1 || (x >= socket_buffer_bytes_min && x <= socket_buffer_bytes_max);
+        if (v.empty() || ec != std::errc() || ptr != v.data() + v.size() || !in_range) return "must be " + range;
+        c.*field = static_cast<int32_t>(x);
+        return std::nullopt;
+      },
+      [field](const server_config& c) { return std::to_string(c.*field); }};
+}
+
 key_spec bool_key(std::string name, bool server_config::*field, std::string doc) {
   return key_spec{std::move(name), doc + " (true or false)",
                   [field](server_config& c, std::string_view v) -> std::optional<std::string> {
@@ -435,6 +453,19 @@ std::vector<key_spec> authentication_keys() {
 
 /// Connection limits (issue 31, Kafka's keys; runtime/connection_limits.h has the rules), the
 /// handshake/login deadline and the Kafka listeners' request memory (runtime/request_memory_pool.h).
+/// socket.send.buffer.bytes and socket.receive.buffer.bytes (Kafka's keys).
+std::vector<key_spec> socket_buffer_keys() {
+  return {
+      socket_buffer_key("socket.send.buffer.bytes", &server_config::socket_send_buffer_bytes,
+                        "SO_SNDBUF of every socket the http, https and Kafka listeners accept: how much of an answer the "
+                        "kernel holds for a client that does not read (Linux doubles it); -1 = the OS default, which "
+                        "grows to net.ipv4.tcp_wmem's maximum, bytes"),
+      socket_buffer_key("socket.receive.buffer.bytes", &server_config::socket_receive_buffer_bytes,
+                        "SO_RCVBUF of every socket the http, https and Kafka listeners accept (Linux doubles it); "
+                        "-1 = the OS default, which grows to net.ipv4.tcp_rmem's maximum, bytes"),
+  };
+}
+
 std::vector<key_spec> connection_limit_keys() {
   return {
       int_key("http.request.header.timeout.ms", &server_config::http_request_header_timeout_ms, 100, 3600000,
@@ -972,7 +1003,7 @@ const std::vector<key_spec>& key_table() {
               "partitions of all topics together; 0 = from the open-file limit less the connections (8 files per partition)"),
       int_key("shutdown.drain.timeout.ms", &server_config::shutdown_drain_timeout_ms, 0, 600000,
               "how long a graceful stop waits for in-flight requests, ms"),
-  }, joined(consumer_group_keys(), joined(quorum_and_membership_keys(), joined(authentication_keys(), joined(connection_limit_keys(), joined(replication_throttle_keys(), joined(autobalancer_keys(), ssl_key_specs())))))));
+  }, joined(consumer_group_keys(), joined(quorum_and_membership_keys(), joined(authentication_keys(), joined(connection_limit_keys(), joined(socket_buffer_keys(), joined(replication_throttle_keys(), joined(autobalancer_keys(), ssl_key_specs()))))))));
   return table;
 }
 

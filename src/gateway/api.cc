@@ -34,6 +34,12 @@ void keep_authorized(api::call& call, security::acl_operation operation, std::ve
   });
 }
 
+bool may_list_group(api::call& call, const std::string& group_id) {
+  return call.authorized(security::resource_type::cluster, security::cluster_resource_name,
+                         security::acl_operation::describe) ||
+         call.authorized(security::resource_type::group, group_id, security::acl_operation::describe);
+}
+
 bool require_topics(api::call& call, const std::vector<model::topic_partition>& partitions,
                     security::acl_operation operation) {
   return std::all_of(partitions.begin(), partitions.end(), [&](const model::topic_partition& tp) {
@@ -170,15 +176,17 @@ struct route {
   const char* pattern;
   handler fn;
   /// What the route needs (issue 30), Kafka's operations on resources: parse_route_needs'
-  /// grammar, e.g. "READ GROUP:{group}; READ TOPIC:body". Every route declares it, "none" for
-  /// the open routes and the caller's own session (tests/integration/test_acls_http.py walks the
-  /// table and the OpenAPI's x-acl of each operation, which must say the same).
+  /// grammar, e.g. "READ GROUP:{group}; READ TOPIC:body" (both), "DELETE TOPIC:{topic_name} |
+  /// DELETE CLUSTER:kafka-cluster" (either: Kafka's grant on the cluster for every topic or group,
+  /// as its DeleteTopics, CreateTopics and ListGroups take it). Every route declares it, "none"
+  /// for the open routes and the caller's own session (tests/integration/test_acls_http.py walks
+  /// the table and the OpenAPI's x-acl of each operation, which must say the same).
   const char* needs;
 };
 
 /// The parsed `needs` of every route, in table order; a malformed text stops the server at
 /// its first request (a table edit, caught by every test).
-const std::vector<std::vector<route_need>>& route_needs();
+const std::vector<std::vector<route_requirement>>& route_needs();
 
 const std::vector<route>& route_table();   // every route: the two arrays below, in order
 
@@ -216,10 +224,10 @@ const route core_routes[] = {
     {"PUT", "/v3/clusters/{cluster_id}/broker-configs/{name}", v3_set_cluster_broker_config, "ALTER_CONFIGS CLUSTER:kafka-cluster"},
     {"DELETE", "/v3/clusters/{cluster_id}/broker-configs/{name}", v3_reset_cluster_broker_config, "ALTER_CONFIGS CLUSTER:kafka-cluster"},
     {"GET", "/v3/clusters/{cluster_id}/topics", v3_list_topics, "DESCRIBE TOPIC:listed"},
-    {"POST", "/v3/clusters/{cluster_id}/topics", v3_create_topic, "CREATE TOPIC:body"},
+    {"POST", "/v3/clusters/{cluster_id}/topics", v3_create_topic, "CREATE TOPIC:body | CREATE CLUSTER:kafka-cluster"},
     {"GET", "/v3/clusters/{cluster_id}/topics/{topic_name}", v3_get_topic, "DESCRIBE TOPIC:{topic_name}"},
     {"PATCH", "/v3/clusters/{cluster_id}/topics/{topic_name}", v3_patch_topic, "ALTER TOPIC:{topic_name}"},
-    {"DELETE", "/v3/clusters/{cluster_id}/topics/{topic_name}", v3_delete_topic, "DELETE TOPIC:{topic_name}"},
+    {"DELETE", "/v3/clusters/{cluster_id}/topics/{topic_name}", v3_delete_topic, "DELETE TOPIC:{topic_name} | DELETE CLUSTER:kafka-cluster"},
     // Before the {topic_name} routes: "-" means every topic, as Confluent's paths (a topic "-" keeps its other routes).
     {"GET", "/v3/clusters/{cluster_id}/topics/-/configs", v3_list_all_topic_configs, "DESCRIBE_CONFIGS TOPIC:listed"},
     {"GET", "/v3/clusters/{cluster_id}/topics/-/partitions/-/reassignment", v3_list_reassignments, "DESCRIBE CLUSTER:kafka-cluster"},
@@ -273,7 +281,7 @@ const route core_routes[] = {
     {"POST", "/consumers/{group}/instances/{instance}/offsets", v2_commit_offsets, "READ GROUP:{group}; READ TOPIC:body"},
     {"GET", "/consumers/{group}/instances/{instance}/offsets", v2_committed_offsets, "DESCRIBE GROUP:{group}; DESCRIBE TOPIC:body"},
     {"POST", "/consumers/{group}/instances/{instance}/nacks", v2_nack, "READ GROUP:{group}; READ TOPIC:body"},
-    {"GET", "/v3/clusters/{cluster_id}/consumer-groups", v3_list_groups, "DESCRIBE GROUP:listed"},
+    {"GET", "/v3/clusters/{cluster_id}/consumer-groups", v3_list_groups, "DESCRIBE GROUP:listed | DESCRIBE CLUSTER:kafka-cluster"},
     {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}", v3_get_group, "DESCRIBE GROUP:{consumer_group_id}"},
     {"DELETE", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}", v3_delete_group, "DELETE GROUP:{consumer_group_id}"},
     {"GET", "/v3/clusters/{cluster_id}/consumer-groups/{consumer_group_id}/consumers", v3_group_consumers, "DESCRIBE GROUP:{consumer_group_id}"},
@@ -313,9 +321,9 @@ const std::vector<route>& route_table() {
   return table;
 }
 
-const std::vector<std::vector<route_need>>& route_needs() {
-  static const std::vector<std::vector<route_need>> parsed = [] {
-    std::vector<std::vector<route_need>> out;
+const std::vector<std::vector<route_requirement>>& route_needs() {
+  static const std::vector<std::vector<route_requirement>> parsed = [] {
+    std::vector<std::vector<route_requirement>> out;
     for (const auto& r : route_table()) {
       auto needs = parse_route_needs(r.needs);
       RINGLOG_ASSERT(needs.has_value(), r.needs);   // the message: the malformed text
@@ -458,30 +466,40 @@ void api::handle(http_request request, std::shared_ptr<response_sink> sink) {
     c->route = c->request.method + " " + r.pattern;
     c->params = std::move(params);
     routes::identify_client(c);
-    if (!routes::authenticate_call(c, r.pattern)) return;
-    // Issue 30: the needs named by the path (or the cluster) before the handler runs; the
-    // handler checks those named in the body and filters its lists.
-    if (!routes::authorize_call(c, r.pattern, route_needs()[i])) return;
-    c->audit_admin = routes::is_admin_write(c->request.method, r.pattern);
-    if (!broker_.config().process_role_broker && !served_by_dedicated_controller(r.method, r.pattern)) {
-      return refuse_on_dedicated_controller(
-          c, broker_, "it hosts no partitions and serves no records, consumers, consumer groups or transactions");
-    }
-    // Issue 31: a client throttled by its byte quota is refused (429) before anything is done.
-    if (!routes::admit_quota_client(c, r.method, r.pattern)) return;
-    // A group call another broker coordinates is passed on there (api_group_forward.cc).
-    if (routes::forward_group_call(c)) return;
-    if (routes::forward_broker_config_call(c, r.pattern)) return;   // a broker's own configs: served by it
-    if (r.fn == routes::v3_list_groups && routes::gather_group_lists(c)) return;
-    if (!broker_.config().process_role_broker && r.fn == routes::v3_list_groups) {
-      return refuse_on_dedicated_controller(c, broker_, "it has no groups and cannot gather the brokers' lists here");
-    }
-    // Issue 29: a consumer instance is its creator's; checked where the instance is served.
-    if (std::string_view(r.pattern).starts_with("/consumers/{group}/instances/{instance}")) {
-      return routes::check_instance_owner(c, r.fn);
-    }
-    return run_when_known(broker_, c, r.fn);
+    // A call a peer passed on is served against an image at least as new as the peer's.
+    return routes::after_passing_brokers_metadata(c, [this, c, i] { serve_route(c, i); });
   }
+  answer_unmatched(c, path, std::move(allowed));
+}
+
+void api::serve_route(const std::shared_ptr<call>& c, size_t i) {
+  const auto& r = route_table()[i];
+  if (!routes::authenticate_call(c, r.pattern)) return;
+  // Issue 30: the needs named by the path (or the cluster) before the handler runs; the
+  // handler checks those named in the body and filters its lists.
+  if (!routes::authorize_call(c, r.pattern, route_needs()[i])) return;
+  c->audit_admin = routes::is_admin_write(c->request.method, r.pattern);
+  if (!broker_.config().process_role_broker && !served_by_dedicated_controller(r.method, r.pattern)) {
+    return refuse_on_dedicated_controller(
+        c, broker_, "it hosts no partitions and serves no records, consumers, consumer groups or transactions");
+  }
+  // Issue 31: a client throttled by its byte quota is refused (429) before anything is done.
+  if (!routes::admit_quota_client(c, r.method, r.pattern)) return;
+  // A group call another broker coordinates is passed on there (api_group_forward.cc).
+  if (routes::forward_group_call(c)) return;
+  if (routes::forward_broker_config_call(c, r.pattern)) return;   // a broker's own configs: served by it
+  if (r.fn == routes::v3_list_groups && routes::gather_group_lists(c)) return;
+  if (!broker_.config().process_role_broker && r.fn == routes::v3_list_groups) {
+    return refuse_on_dedicated_controller(c, broker_, "it has no groups and cannot gather the brokers' lists here");
+  }
+  // Issue 29: a consumer instance is its creator's; checked where the instance is served.
+  if (std::string_view(r.pattern).starts_with("/consumers/{group}/instances/{instance}")) {
+    return routes::check_instance_owner(c, r.fn);
+  }
+  return run_when_known(broker_, c, r.fn);
+}
+
+void api::answer_unmatched(const std::shared_ptr<call>& c, std::string_view path, std::vector<std::string> allowed) {
   if (c->request.method == "OPTIONS") {
     // CORS preflight (Fetch standard): which methods and headers a browser may use here.
     c->route = "OPTIONS *";

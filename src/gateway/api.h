@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "http_auth.h"
@@ -69,6 +70,11 @@ class api {
   struct call;   // one request in flight (api.cc)
 
  private:
+  /// The route_table()[route_index] call `c` matched, from authentication on (handle's second half).
+  void serve_route(const std::shared_ptr<call>& c, size_t route_index);
+  /// No route served `c`'s method at `path`: OPTIONS preflight, 405 naming `allowed`, 426 or 404.
+  void answer_unmatched(const std::shared_ptr<call>& c, std::string_view path, std::vector<std::string> allowed);
+
   broker::broker& broker_;
   metrics& metrics_;
   api_options options_;

@@ -58,21 +58,54 @@ bool authenticate_call(const call_ptr& c, std::string_view pattern) {
   return true;
 }
 
-bool authorize_call(const call_ptr& c, std::string_view pattern, const std::vector<route_need>& needs) {
+namespace {
+
+/// The resource name `need` names for call `c` (the cluster's, or its path parameter's).
+std::string need_name(const call_ptr& c, const route_need& need) {
+  return need.from == route_need::source::cluster ? std::string(security::cluster_resource_name) : c->params[need.param];
+}
+
+/// Whether a requirement is checked before the handler runs: every need of it named by the path
+/// or the cluster (one named in the body or a listed one is the handler's, once it has read it).
+bool checked_by_route(const route_requirement& requirement) {
+  return std::all_of(requirement.any_of.begin(), requirement.any_of.end(), [](const route_need& need) {
+    return need.from == route_need::source::cluster || need.from == route_need::source::path;
+  });
+}
+
+/// Answers the 403 of `requirement` and returns true when the caller has none of its needs: the
+/// first need's refusal (logged as every refusal), and what else would do.
+bool refused(const call_ptr& c, const route_requirement& requirement) {
+  const bool met = std::any_of(requirement.any_of.begin(), requirement.any_of.end(), [&](const route_need& need) {
+    return c->authorized(need.resource, need_name(c, need), need.operation);
+  });
+  if (met) return false;
+  const route_need& first = requirement.any_of.front();
+  auto refusal = acl_refusal(c->broker(), c->principal(), c->peer_ip(), first.resource, need_name(c, first),
+                             first.operation, "http", c->route);
+  if (!refusal) return false;   // granted a moment ago
+  for (size_t i = 1; i < requirement.any_of.size(); ++i) {
+    const route_need& other = requirement.any_of[i];
+    refusal->message += "; or else " + std::string(security::to_string(other.operation)) + " on the " +
+                        std::string(security::to_string(other.resource)) +
+                        (other.from == route_need::source::cluster ? " " + need_name(c, other) : std::string());
+  }
+  c->fail(*refusal);
+  return true;
+}
+
+}  // namespace
+
+bool authorize_call(const call_ptr& c, std::string_view pattern, const std::vector<route_requirement>& requirements) {
   if (!c->broker().security().authorizer_enabled()) return true;
   // /metrics served without credentials (authentication off, or http.metrics.authentication
   // false) stays open to every caller: Prometheus scrapes it as before. Authenticated, it needs
   // DESCRIBE on the cluster (it names every topic, as Kafka's DescribeCluster and Metadata would).
   const auto& auth = c->self->options().auth;
   if (pattern == "/metrics" && !(auth && auth->enabled() && auth->options().metrics_authenticated)) return true;
-  for (const auto& need : needs) {
-    if (need.from == route_need::source::cluster) {
-      if (!c->require(need.resource, security::cluster_resource_name, need.operation)) return false;
-    } else if (need.from == route_need::source::path) {
-      if (!c->require(need.resource, c->params[need.param], need.operation)) return false;
-    }
-  }
-  return true;
+  return std::none_of(requirements.begin(), requirements.end(), [&](const route_requirement& requirement) {
+    return checked_by_route(requirement) && refused(c, requirement);
+  });
 }
 
 bool is_admin_write(std::string_view method, std::string_view pattern) {

@@ -2,12 +2,17 @@
 // consumer-group call whose group another broker coordinates is passed on to that broker's HTTP
 // listener and its answer returned as it is; the cluster's group list gathers every broker's.
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+#include <chrono>
+#include <limits>
 #include <set>
 
 #include "api_routes.h"
 #include "group_proxy.h"
 #include "ringlog/base/clock.h"
+#include "ringlog/base/text.h"
 #include "ringlog/security/acl_host.h"
 #include "ringlog/security/forwarded_call.h"
 
@@ -190,6 +195,10 @@ void identify_client(const call_ptr& c) {
     return;
   }
   c->passed_on_by_broker = true;
+  // The image the passing broker answered from (after_passing_brokers_metadata waits for it).
+  if (auto offset = base::parse_int(r.forwarded_metadata_offset, 0, std::numeric_limits<int64_t>::max())) {
+    c->passing_broker_metadata_offset = *offset;
+  }
   // The caller the passing broker authenticated (authenticate_call takes it): a proven call's
   // name that does not decode or parse names nobody, and the call authenticates as any other.
   if (auto text = percent_decode(r.forwarded_principal, false); text && !text->empty()) {
@@ -204,6 +213,26 @@ void identify_client(const call_ptr& c) {
   if (c->request.forwarded_proto == "https" && c->base_url.starts_with("http://")) {
     c->base_url = "https://" + c->base_url.substr(7);
   }
+}
+
+void after_passing_brokers_metadata(const call_ptr& c, std::function<void()> next) {
+  const int64_t offset = c->passing_broker_metadata_offset;
+  if (offset < 0 || c->broker().applied_metadata_offset() >= offset) return next();
+  const auto started = std::chrono::steady_clock::now();
+  c->broker().await_metadata_applied(
+      offset, proxy_limits::forwarded_metadata_wait_ms_max, [c, offset, started, next = std::move(next)](bool applied) {
+        c->later([offset, started, applied, next](api::call& call) {
+          if (!applied) {
+            const auto waited_ms =
+                std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
+            spdlog::warn("msg=\"serving a passed-on call against an older metadata image\" route=\"{}\" "
+                         "forwarded_by={} passing_broker_metadata_offset={} applied_metadata_offset={} waited_ms={} "
+                         "reason=\"not applied here within proxy_limits::forwarded_metadata_wait_ms_max\"",
+                         call.route, call.request.forwarded_by, offset, call.broker().applied_metadata_offset(), waited_ms);
+          }
+          next();
+        });
+      });
 }
 
 bool forward_group_call(const call_ptr& c) {
@@ -326,7 +355,7 @@ bool gather_group_lists(const call_ptr& c) {
       for (auto& group : body["data"]) {
         // A group whose coordinator moved a moment ago may be listed by both: keep one.
         const std::string id = group.value("consumer_group_id", std::string());
-        if (!call.authorized(security::resource_type::group, id, security::acl_operation::describe)) continue;
+        if (!may_list_group(call, id)) continue;
         if (seen.insert(id).second) data.push_back(std::move(group));
       }
     }

@@ -107,6 +107,11 @@ struct api::call : std::enable_shared_from_this<api::call> {
   /// this call on and named one (forwarded_principal_header): authenticate_call takes it instead
   /// of the call's own credentials, which may be that broker's access token or session.
   std::optional<security::kafka_principal> forwarded_principal;
+  /// The metadata offset the passing broker's image had applied when it passed this call on
+  /// (forwarded_metadata_offset_header), when a broker proved it passed the call on; -1 otherwise.
+  /// The call is authorized here only once this node's image has applied it too, or
+  /// proxy_limits::forwarded_metadata_wait_ms_max passed (after_passing_brokers_metadata).
+  int64_t passing_broker_metadata_offset = -1;
 
   /// The caller's address as ACL hosts name it (issue 30): the peer's IP without its port, or,
   /// for a call a registered broker passed on, the client's address that broker saw.
@@ -429,6 +434,9 @@ void keep_authorized(api::call& call, security::resource_type resource, security
                      std::vector<std::string>& names);
 /// As keep_authorized, for topic descriptions.
 void keep_authorized(api::call& call, security::acl_operation operation, std::vector<broker::topic_description>& topics);
+/// Whether a list of consumer groups shows `group_id` to the caller (Kafka's ListGroups, filtered,
+/// never refused): with DESCRIBE on the cluster every group, else those it may DESCRIBE.
+bool may_list_group(api::call& call, const std::string& group_id);
 /// Issue 30: requires READ (or `operation`) on the topic of every partition of `partitions`;
 /// false after answering 403 for the first one refused.
 bool require_topics(api::call& call, const std::vector<model::topic_partition>& partitions,
@@ -469,10 +477,12 @@ void stream_consumer(const call_ptr& c, const std::string& type, bool as_json, c
 /// Authenticates the call unless `pattern` is open (health, console, login, logout, metrics
 /// unless http.metrics.authentication); sets call::who. False after answering 401/403.
 bool authenticate_call(const call_ptr& c, std::string_view pattern);
-/// Issue 30: checks the route's needs named by its path or the cluster (route_need::source path
-/// and cluster) against the caller's ACLs; false after answering 403 (40301). True without an
-/// authorizer, and on routes open without credentials (health, console, login, open /metrics).
-bool authorize_call(const call_ptr& c, std::string_view pattern, const std::vector<route_need>& needs);
+/// Issue 30: checks the route's requirements whose needs are all named by its path or the
+/// cluster (route_need::source path and cluster) against the caller's ACLs, each met by any one
+/// of its needs; false after answering 403 (40301), which names the first need of the requirement
+/// refused. True without an authorizer, and on routes open without credentials (health, console,
+/// login, open /metrics).
+bool authorize_call(const call_ptr& c, std::string_view pattern, const std::vector<route_requirement>& requirements);
 /// A state-changing /v3/clusters route other than records, producers and transactions: topics,
 /// configs, partitions, reassignments, elections, groups' deletes and offset resets, users.
 bool is_admin_write(std::string_view method, std::string_view pattern);
@@ -621,6 +631,13 @@ void identify_client(const call_ptr& c);
 /// (forwarded_principal, signed with the call by group_proxy.h): a peer cannot check this node's
 /// access tokens or console sessions, so it takes the principal instead.
 http_request passed_on_request(const api::call& c);
+/// Runs `next` (on the call's thread) once this node's metadata image has applied the offset the
+/// passing broker's had (call::passing_broker_metadata_offset), at once when it has or the call was
+/// not passed on by a broker; after proxy_limits::forwarded_metadata_wait_ms_max it runs `next`
+/// all the same, against this image, and logs why. Read-your-writes across nodes: an ACL, user
+/// or topic the client created through the passing broker (its answer came from that image) is
+/// known here before the call is authenticated, authorized and served.
+void after_passing_brokers_metadata(const call_ptr& c, std::function<void()> next);
 /// GET .../consumer-groups through a cluster: every live broker's own list (each lists the groups
 /// it coordinates), merged by group id. False when this node's list is the whole answer.
 bool gather_group_lists(const call_ptr& c);

@@ -199,17 +199,16 @@ void v2_consumer_records(const call_ptr& c) {
       // A json instance stops in front of a record it cannot embed: its position stays there
       // (no poll or auto-commit moves past it) until the client seeks past it.
       if (as_json) req.accepts = json_readable;
-      // A poll another broker passed on (group_proxy.h): that broker may die while the poll
-      // waits (kill -9, its host gone), and the answer would then go nowhere while the positions
-      // moved past its records, which the client's next poll through another broker would skip.
-      // The connection is watched and the poll takes nothing once it closes. A client's own
-      // connection is not watched: as with Confluent's REST proxy, a client that goes away before
-      // its answer arrives lost that answer by its own doing (its instance's positions moved; it
-      // seeks or re-reads from its commits).
-      if (!call.request.forwarded_by.empty()) {
-        call.sink->watch_disconnect();
-        req.requester_connected = call.sink->connected_check();
-      }
+      // The connection is watched and the poll takes nothing once it closes: the answer would go
+      // nowhere while the positions moved past its records, which the client's next poll would
+      // skip. A poll another broker passed on (group_proxy.h) may lose that broker (kill -9, its
+      // host gone) or that broker's client (which closes the passed-on connection); a client's
+      // own poll here may lose its client. Both are watched alike: before session 40 only the
+      // passed-on one was, and a client that left a poll at the coordinator lost its records
+      // while one that left through another broker did not. A request pipelined behind the poll
+      // is kept and served after it (response_sink::watch_disconnect).
+      call.sink->watch_disconnect();
+      req.requester_connected = call.sink->connected_check();
       poll_records(call.shared_from_this(), r->group_id, r->instance_id, req, as_json, type);
     });
   });

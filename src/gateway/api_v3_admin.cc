@@ -479,8 +479,9 @@ void v3_create_topic(const call_ptr& c) {
   auto req = parse_create_topic(c->request.body);
   if (!req.ok()) return c->fail(req.error());
   std::string name = req->name;
-  // Kafka's CreateTopics: CREATE on the cluster allows any topic, else CREATE on the topic.
-  if (!c->authorized(security::resource_type::cluster, security::cluster_resource_name, security::acl_operation::create) &&
+  // Kafka's CreateTopics: CREATE on the cluster allows any topic, else CREATE on the topic (the
+  // route's "CREATE TOPIC:body | CREATE CLUSTER:kafka-cluster"; every door's rule).
+  if (!broker::may_create_topic(c->broker().security(), c->principal(), c->peer_ip(), name) &&
       !c->require(security::resource_type::topic, name, security::acl_operation::create)) {
     return;
   }

@@ -64,10 +64,9 @@ void v3_list_groups(const call_ptr& c) {
       };
       auto g = std::make_shared<gather>();
       g->listings = *r;
-      // Issue 30: Kafka's ListGroups lists the groups the caller may DESCRIBE.
-      std::erase_if(g->listings, [&call](const group::group_listing& l) {
-        return !call.authorized(security::resource_type::group, l.group_id, security::acl_operation::describe);
-      });
+      // Issue 30: Kafka's ListGroups lists every group to DESCRIBE on the cluster, else the groups
+      // the caller may DESCRIBE (the route's "DESCRIBE GROUP:listed | DESCRIBE CLUSTER:kafka-cluster").
+      std::erase_if(g->listings, [&call](const group::group_listing& l) { return !may_list_group(call, l.group_id); });
       g->details.resize(g->listings.size());
       g->remaining = g->listings.size();
       auto answer = [g](api::call& call2) {

@@ -44,19 +44,32 @@ std::optional<route_need> parse_need(std::string_view text) {
   return need;
 }
 
+/// One requirement: its needs separated by '|'.
+std::optional<route_requirement> parse_requirement(std::string_view text) {
+  route_requirement requirement;
+  while (true) {   // bounded: each turn consumes a '|' of the text
+    const size_t end = text.find('|');
+    auto need = parse_need(text.substr(0, end));
+    if (!need) return std::nullopt;
+    requirement.any_of.push_back(std::move(*need));
+    if (end == std::string_view::npos) return requirement;
+    text.remove_prefix(end + 1);
+  }
+}
+
 }  // namespace
 
-std::optional<std::vector<route_need>> parse_route_needs(std::string_view spec) {
-  std::vector<route_need> needs;
-  if (trim(spec) == "none") return needs;
-  // Each need between semicolons, the last one after the last: an empty one (an empty text, a
-  // trailing ";") is malformed; a route that needs nothing says "none".
+std::optional<std::vector<route_requirement>> parse_route_needs(std::string_view spec) {
+  std::vector<route_requirement> requirements;
+  if (trim(spec) == "none") return requirements;
+  // Each requirement between semicolons, the last one after the last: an empty one (an empty
+  // text, a trailing ";" or "|") is malformed; a route that needs nothing says "none".
   while (true) {   // bounded: each turn consumes a ';' of the text
     const size_t end = spec.find(';');
-    auto need = parse_need(spec.substr(0, end));
-    if (!need) return std::nullopt;
-    needs.push_back(std::move(*need));
-    if (end == std::string_view::npos) return needs;
+    auto requirement = parse_requirement(spec.substr(0, end));
+    if (!requirement) return std::nullopt;
+    requirements.push_back(std::move(*requirement));
+    if (end == std::string_view::npos) return requirements;
     spec.remove_prefix(end + 1);
   }
 }

@@ -28,11 +28,23 @@ struct route_need {
   std::string param;
 };
 
+/// One requirement of a route, met by any one of its needs: most have one; Kafka's rules that
+/// take a grant on the cluster for every resource have two, e.g. DeleteTopics' DELETE on the
+/// topic or on the cluster (ControllerApis.deleteTopics' hasClusterAuth). A refusal names the
+/// first need and the others as what would also do.
+struct route_requirement {
+  std::vector<route_need> any_of;   // at least one need
+};
+
 /// Parses a route's declared needs: "none" (no ACL: open routes, the caller's own session) or
-/// needs separated by "; ", each "OPERATION TYPE:NAME" in Kafka's names (kafka-acls.sh prints
-/// them), NAME one of {param}, kafka-cluster, body, listed; e.g. "READ GROUP:{group}; READ
-/// TOPIC:body". nullopt when the text is malformed (the route table asserts it is not).
-std::optional<std::vector<route_need>> parse_route_needs(std::string_view spec);
+/// requirements separated by "; ", each one need or several separated by " | " (any one of them
+/// suffices), each need "OPERATION TYPE:NAME" in Kafka's names (kafka-acls.sh prints them), NAME
+/// one of {param}, kafka-cluster, body, listed; e.g. "READ GROUP:{group}; READ TOPIC:body" (both
+/// needed), "DELETE TOPIC:{topic_name} | DELETE CLUSTER:kafka-cluster" (either). A requirement
+/// with a body or listed need is the handler's to check, every need of it; the others are
+/// checked before the handler runs. nullopt when the text is malformed (the route table asserts
+/// it is not).
+std::optional<std::vector<route_requirement>> parse_route_needs(std::string_view spec);
 
 /// The address part of a peer "ip:port" or "[v6]:port", as an ACL's host names it.
 std::string peer_host(std::string_view peer);

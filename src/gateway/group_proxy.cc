@@ -60,7 +60,8 @@ class exchange : public std::enable_shared_from_this<exchange> {
   ~exchange() { --*in_flight_; }
 
   void start(const http_request& request, const forward_target& target, int32_t node_id,
-             const std::vector<std::byte>& secret, int64_t timeout_ms, std::function<bool()> caller_connected) {
+             const std::vector<std::byte>& secret, int64_t metadata_offset, int64_t timeout_ms,
+             std::function<bool()> caller_connected) {
     timeout_ms_ = timeout_ms;
     const std::string_view method = request.method == "HEAD" ? std::string_view("GET") : std::string_view(request.method);
     request_.method_string(method);
@@ -80,6 +81,8 @@ class exchange : public std::enable_shared_from_this<exchange> {
     if (!request.authorization.empty()) request_.set(http::field::authorization, request.authorization);
     if (!request.forwarded_principal.empty()) request_.set(forwarded_principal_header, request.forwarded_principal);
     request_.set(forwarded_header, std::to_string(node_id));
+    // Read-your-writes across nodes: the peer authorizes once its image is at least this new.
+    if (metadata_offset >= 0) request_.set(forwarded_metadata_offset_header, std::to_string(metadata_offset));
     // The coordinator authorizes (ACL hosts) and accounts quotas for the client, not this broker.
     if (!request.forwarded_for.empty()) request_.set(forwarded_for_header, request.forwarded_for);
     // The client's scheme, for the coordinator's base_uri and self links (a peer's word passes on).
@@ -237,12 +240,14 @@ class exchange : public std::enable_shared_from_this<exchange> {
 class beast_forwarder final : public http_forwarder {
  public:
   beast_forwarder(runtime::shard_threads& runtime, int32_t node_id, int64_t answer_bytes_max,
-                  std::shared_ptr<runtime::reloading_tls_context> tls_client, forwarding_secret_fn secret)
+                  std::shared_ptr<runtime::reloading_tls_context> tls_client, forwarding_secret_fn secret,
+                  applied_metadata_offset_fn applied_offset)
       : runtime_(runtime),
         node_id_(node_id),
         answer_bytes_max_(static_cast<uint64_t>(answer_bytes_max)),
         tls_client_(std::move(tls_client)),
-        secret_(std::move(secret)) {}
+        secret_(std::move(secret)),
+        applied_offset_(std::move(applied_offset)) {}
 
   void forward(const http_request& request, const forward_target& target, int64_t timeout_ms,
                std::function<void(forward_result)> done, std::function<bool()> caller_connected) override {
@@ -256,7 +261,8 @@ class beast_forwarder final : public http_forwarder {
     asio::io_context& io = runtime::io_context_of(runtime_, runtime_.current_shard());
     auto x = std::make_shared<exchange>(io, in_flight_, answer_bytes_max_,
                                         target.tls && tls_client_ ? tls_client_->current() : nullptr, std::move(done));
-    x->start(request, target, node_id_, secret_(), timeout_ms, std::move(caller_connected));
+    x->start(request, target, node_id_, secret_(), applied_offset_ ? applied_offset_() : -1, timeout_ms,
+             std::move(caller_connected));
   }
 
   [[nodiscard]] int64_t in_flight() const override { return in_flight_->load(); }
@@ -267,6 +273,7 @@ class beast_forwarder final : public http_forwarder {
   uint64_t answer_bytes_max_;
   std::shared_ptr<runtime::reloading_tls_context> tls_client_;
   forwarding_secret_fn secret_;
+  applied_metadata_offset_fn applied_offset_;
   std::shared_ptr<std::atomic<int64_t>> in_flight_ = std::make_shared<std::atomic<int64_t>>(0);
 };
 
@@ -275,8 +282,9 @@ class beast_forwarder final : public http_forwarder {
 std::unique_ptr<http_forwarder> make_http_forwarder(runtime::shard_threads& runtime, int32_t node_id,
                                                     int64_t answer_bytes_max,
                                                     std::shared_ptr<runtime::reloading_tls_context> tls_client,
-                                                    forwarding_secret_fn secret) {
-  return std::make_unique<beast_forwarder>(runtime, node_id, answer_bytes_max, std::move(tls_client), std::move(secret));
+                                                    forwarding_secret_fn secret, applied_metadata_offset_fn applied_offset) {
+  return std::make_unique<beast_forwarder>(runtime, node_id, answer_bytes_max, std::move(tls_client), std::move(secret),
+                                           std::move(applied_offset));
 }
 
 }  // namespace ringlog::gateway

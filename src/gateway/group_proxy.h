@@ -16,8 +16,10 @@
 // (at-least-once; the answer could reach nobody). The same holds when the client of the passing
 // broker leaves first: that broker watches the client's connection while the poll is passed on
 // and closes its own to the coordinator once the client's closes (http_forwarder::forward's
-// `caller_connected`), so the coordinator's watch sees it. Such a poll's client connection is not
-// kept alive after its answer (a watched connection never is: response_sink::watch_disconnect).
+// `caller_connected`), so the coordinator's watch sees it. A request the client pipelined behind
+// such a poll is kept and served after the poll's answer (response_sink::watch_disconnect). A
+// client's own poll at the coordinator is watched the same way (api_v2_consumers.cc), so a poll
+// whose client left takes nothing whether or not it was passed on.
 //
 // No Beast here (http_types.h): the client lives in group_proxy.cc.
 
@@ -56,6 +58,15 @@ inline constexpr const char* forwarded_principal_header = "X-Ringlog-Forwarded-P
 /// forwarding secret (security/forwarded_call.h), which only brokers of the cluster hold. Without
 /// it (or when it does not verify) the call is a client's own, whatever it says it is.
 inline constexpr const char* forwarded_proof_header = "X-Ringlog-Forwarded-Proof";
+/// On a request passed on: the __cluster_metadata offset the passing broker's image had applied
+/// (broker::applied_metadata_offset), a decimal number. The receiving broker authorizes the call
+/// only once its own image has applied that offset too (bounded by
+/// proxy_limits::forwarded_metadata_wait_ms_max), so an ACL, user or topic the client created
+/// through the passing broker a moment ago is known where the call is served (read-your-writes
+/// across nodes; api_group_forward.cc after_passing_brokers_metadata). Believed only on a call
+/// whose proof verifies; not covered by the proof (a forged value costs a wait of at most that
+/// bound, never an answer the image does not allow).
+inline constexpr const char* forwarded_metadata_offset_header = "X-Ringlog-Metadata-Offset";
 /// On an answer that was passed on: the node id of the broker that served it (for operators and tests).
 inline constexpr const char* served_by_header = "X-Ringlog-Served-By";
 
@@ -81,6 +92,13 @@ inline int64_t answer_bytes_max(int64_t fetch_response_bytes_max) { return 2 * f
 /// within about this long, so its coordinator takes nothing for nobody. A check is one atomic
 /// load; 100 ms is far below any poll's wait and costs nothing next to the exchange itself.
 inline constexpr int64_t caller_check_interval_ms = 100;
+/// How long a call a peer passed on may wait for this node's metadata image to apply the offset
+/// the peer's had (forwarded_metadata_offset_header), ms. Images of one cluster are a fetch round
+/// trip apart (well under a second, test_acls_cluster.py); a node further behind is partitioned
+/// or paused, and its caller is better answered from the image it has (a 403 for an ACL it has
+/// not learnt, retriable) than held. 5 s also stays far below every forwarded exchange's bound
+/// (connect_timeout_ms + exchange_slack_ms), so the passing broker hears the answer.
+inline constexpr int64_t forwarded_metadata_wait_ms_max = 5'000;
 }  // namespace proxy_limits
 
 /// Where a call is passed on to.
@@ -103,8 +121,8 @@ class http_forwarder {
  public:
   virtual ~http_forwarder() = default;
   /// Sends `request` (method, target without its ?access_token=, Content-Type, Accept, Authorization, Host,
-  /// X-Client-Id, body; HEAD is sent as GET; never a Cookie) to `target` with forwarded_header and
-  /// forwarded_proof_header set, forwarded_for_header when `request.forwarded_for` names the client's address
+  /// X-Client-Id, body; HEAD is sent as GET; never a Cookie) to `target` with forwarded_header,
+  /// forwarded_metadata_offset_header and forwarded_proof_header set, forwarded_for_header when `request.forwarded_for` names the client's address
   /// and forwarded_principal_header when `request.forwarded_principal` names its principal, on the calling shard's event loop, and
   /// calls `done` there exactly once. `timeout_ms` bounds the whole exchange. No connection is kept between calls.
   /// Refuses (answered false, at once) when proxy_limits::in_flight_max calls are in flight.
@@ -122,16 +140,18 @@ class http_forwarder {
 
 /// The cluster's forwarding secret as the calling thread's metadata holds it (empty: none yet).
 using forwarding_secret_fn = std::function<std::vector<std::byte>()>;
+/// The metadata offset the calling thread's image has applied (broker::applied_metadata_offset).
+using applied_metadata_offset_fn = std::function<int64_t()>;
 
 /// The Beast client (group_proxy.cc). `runtime`'s shards run the exchanges; `node_id` is sent in
 /// forwarded_header; `answer_bytes_max` bounds each answer's body. `tls_client`: the TLS client
 /// context for peers whose HTTP door is https:// (forward_target::tls; it checks their
 /// certificates against its truststore); nullptr: such a call fails, naming the missing truststore.
 /// Each call is signed (forwarded_proof_header) with `secret`'s secret, and sent without a proof
-/// while there is none.
+/// while there is none; each carries `applied_offset`'s offset (forwarded_metadata_offset_header).
 std::unique_ptr<http_forwarder> make_http_forwarder(runtime::shard_threads& runtime, int32_t node_id,
                                                     int64_t answer_bytes_max,
                                                     std::shared_ptr<runtime::reloading_tls_context> tls_client,
-                                                    forwarding_secret_fn secret);
+                                                    forwarding_secret_fn secret, applied_metadata_offset_fn applied_offset);
 
 }  // namespace ringlog::gateway

@@ -76,7 +76,8 @@ struct http_server::impl {
         runtime(r),
         options(std::move(o)),
         forwarder(make_http_forwarder(r, b.config().node_id, proxy_limits::answer_bytes_max(options.fetch_response_bytes_max),
-                                      options.peer_tls_client, [&b] { return b.forwarding_secret(); })),
+                                      options.peer_tls_client, [&b] { return b.forwarding_secret(); },
+                                      [&b] { return b.applied_metadata_offset(); })),
         routes(b, registry, with_forwarder(std::move(ao), forwarder.get())) {}
   ~impl() {
     if (acceptor) acceptor->close();
@@ -188,7 +189,9 @@ class session final : public std::enable_shared_from_this<session>, public respo
   }
 
   void watch_disconnect() override {
-    keep_alive_ = false;   // a pending watch read and the next request's read must not overlap
+    // A produce stream's route reads the body itself; no watch may read beside it.
+    if (body_streaming_) return;
+    watching_ = true;
     arm_watch();
   }
   [[nodiscard]] bool disconnected() const override { return disconnected_ || stream_failed_ || closed_; }
@@ -216,21 +219,44 @@ class session final : public std::enable_shared_from_this<session>, public respo
     std::function<void(bool)> written;   // optional: told when the write completes or fails
   };
 
-  /// Bytes read (and dropped) per watch read while a long-lived stream is open; the client has
-  /// nothing to say then, this only notices it closing.
-  static constexpr size_t watch_read_bytes = 512;
+  /// Bytes asked for per watch read while a watched answer is pending (watch_disconnect). What a
+  /// client sends meanwhile is the next request of its connection (HTTP/1.1 pipelining): it is
+  /// kept in buffer_ and served once this answer is sent (read_header finds it there).
+  static constexpr size_t watch_read_bytes = 4096;
+  /// Bytes a watch keeps of the requests that follow before it stops reading: a request's line
+  /// and headers fit in 64 KiB (http.request.header.bytes.max's default is smaller), and whatever
+  /// follows stays in the socket (TCP flow control holds the client back) until this answer is
+  /// sent. Past it the client leaving is no longer noticed while the answer is pending.
+  static constexpr size_t watch_held_bytes_max = 64 * 1024;
 
+  /// One watch read (watch_disconnect): ends the answer's watch with disconnected_ when the
+  /// client closed its side, else keeps what came in buffer_ and reads again. Once the answer is
+  /// sent (read_next_request), the read in flight is cancelled and the next request served.
   void arm_watch() {
-    if (closed_) return;
-    stream_.socket().async_read_some(asio::buffer(watch_buffer_),
-                                     [self = shared_from_this()](beast::error_code ec, size_t) {
-                                       if (ec) {
-                                         self->disconnected_ = true;
-                                         self->gone_->store(true, std::memory_order_release);
-                                         return;
-                                       }
-                                       self->arm_watch();
-                                     });
+    if (closed_ || !watching_ || buffer_.size() >= watch_held_bytes_max) return;
+    watch_reading_ = true;
+    stream_.socket().async_read_some(buffer_.prepare(watch_read_bytes), [self = shared_from_this()](beast::error_code ec, size_t n) {
+      self->watch_reading_ = false;
+      self->buffer_.commit(n);
+      if (self->closed_) return;
+      if (!self->watching_) return self->read_header();   // the answer went out meanwhile
+      if (ec) {
+        self->disconnected_ = true;
+        self->gone_->store(true, std::memory_order_release);
+        self->watching_ = false;
+        return;
+      }
+      self->arm_watch();
+    });
+  }
+
+  /// After a watched answer, before the next request is read: a watch read in flight must end
+  /// first (two reads of one socket may not overlap), then it reads the next request itself.
+  void read_next_request() {
+    watching_ = false;
+    if (!watch_reading_) return read_header();
+    beast::error_code ignored;
+    stream_.socket().cancel(ignored);   // the watch read ends (operation_aborted) and calls read_header
   }
 
   template <typename Message>
@@ -518,6 +544,9 @@ class session final : public std::enable_shared_from_this<session>, public respo
     if (auto it = msg.find(forwarded_proto_header); it != msg.end()) req.forwarded_proto = std::string(it->value());
     if (auto it = msg.find(forwarded_principal_header); it != msg.end()) req.forwarded_principal = std::string(it->value());
     if (auto it = msg.find(forwarded_proof_header); it != msg.end()) req.forwarded_proof = std::string(it->value());
+    if (auto it = msg.find(forwarded_metadata_offset_header); it != msg.end()) {
+      req.forwarded_metadata_offset = std::string(it->value());
+    }
     req.authorization = header(http::field::authorization);
     const auto cookies = msg.equal_range(http::field::cookie);   // RFC 6265 5.4: one header, HTTP/2 splits it
     for (auto it = cookies.first; it != cookies.second; ++it) req.cookie += (req.cookie.empty() ? "" : "; ") + std::string(it->value());
@@ -627,7 +656,7 @@ class session final : public std::enable_shared_from_this<session>, public respo
     body_streaming_ = false;
     if (body_left && !ec && !server_.stopping) return linger_close();
     if (ec || body_left || !keep_alive_ || close_after_response_ || server_.stopping) return close();
-    read_header();
+    read_next_request();
   }
 
   void linger_close() {
@@ -725,9 +754,10 @@ class session final : public std::enable_shared_from_this<session>, public respo
   bool writing_ = false;
   bool stream_failed_ = false;
   bool disconnected_ = false;   // the watch read saw the client close
+  bool watching_ = false;       // watch_disconnect's watch runs until the answer is sent
+  bool watch_reading_ = false;  // a watch read is in flight
   /// disconnected_ or closed_, for other threads (connected_check).
   std::shared_ptr<std::atomic<bool>> gone_ = std::make_shared<std::atomic<bool>>(false);
-  std::array<char, watch_read_bytes> watch_buffer_{};
   std::unique_ptr<http::response<http::empty_body>> header_message_;
   std::unique_ptr<http::response_serializer<http::empty_body>> header_serializer_;
   std::deque<pending_write> queue_;
@@ -804,7 +834,8 @@ base::result<std::unique_ptr<http_server>, std::string> http_server::start(broke
   if (!options.listen) return std::unique_ptr<http_server>(new http_server(std::move(p)));   // https:// only
   auto bound = runtime::acceptor::listen(runtime, {.name = "HTTP", .host = options.host, .port = options.port,
                                                   .listen_fd = options.listen_fd, .accept_shard = 0,
-                                                  .serve_shard = std::nullopt, .limits = options.connection_limits});
+                                                  .serve_shard = std::nullopt, .limits = options.connection_limits,
+                                                  .buffers = options.socket_buffers});
   if (!bound.ok()) return bound.error();
   p->acceptor = std::move(bound).value();
   impl* i = p.get();

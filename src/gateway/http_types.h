@@ -26,6 +26,7 @@ struct http_request {
   std::string forwarded_proto; // X-Forwarded-Proto (group_proxy.h): "https" when the client reached that peer over TLS
   std::string forwarded_principal; // X-Ringlog-Forwarded-Principal (group_proxy.h): the caller that peer authenticated, percent-encoded
   std::string forwarded_proof; // X-Ringlog-Forwarded-Proof (group_proxy.h): the peer's HMAC of the call, "" when absent
+  std::string forwarded_metadata_offset; // X-Ringlog-Metadata-Offset (group_proxy.h): the peer's applied metadata offset, "" when absent
   // ---- authentication (issue 29, http_auth.h)
   std::string authorization;   // Authorization header, "" when absent
   std::string cookie;          // Cookie header(s), "" when absent
@@ -75,9 +76,12 @@ class response_sink {
   virtual void end_stream() = 0;
 
   // ---- long-lived streams (NDJSON / SSE reads, issue 5)
-  /// Call before begin_stream(): the server watches the connection for the client closing it
-  /// (reading and discarding anything sent meanwhile) and closes the connection after
-  /// end_stream() instead of keeping it alive.
+  /// Call before begin_stream() (or before a long-poll whose answer is respond()'s): the server
+  /// watches the connection for the client closing it until the answer is sent. What the client
+  /// sends meanwhile is its next request (HTTP/1.1 pipelining): kept, and served after this
+  /// answer as on any kept-alive connection (a watch holds at most 64 KiB of it, then stops
+  /// reading until the answer is sent). A client that closes only its sending side (half-close)
+  /// counts as gone.
   virtual void watch_disconnect() = 0;
   /// True once the client closed the connection or a write to it failed; the streamer should
   /// stop fetching and call end_stream().

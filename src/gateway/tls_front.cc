@@ -9,11 +9,13 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
+#include <functional>
 #include <future>
 #include <set>
 
 #include "ringlog/base/logfmt.h"
 #include "ringlog/runtime/acceptor.h"
+#include "ringlog/runtime/constants.h"
 #include "ringlog/runtime/log_rate_limit.h"
 #include "ringlog/runtime/tls_socket.h"
 
@@ -43,7 +45,10 @@ struct tls_front::impl : std::enable_shared_from_this<tls_front::impl> {
 };
 
 /// One client: its TLS stream and the plaintext socketpair end towards the HTTP session, with a
-/// pump in each direction. Either side closing closes both.
+/// pump in each direction. Either side closing closes both. Once the TLS session is up, a close
+/// with no answer bytes being written (the HTTP session ended: Connection: close, a controlled
+/// shutdown's drain; or tls_front::stop) says goodbye with TLS's close_notify first, bounded by
+/// runtime::constants::tls_close_notify_timeout_ms, as the Kafka listeners do.
 struct tunnel : std::enable_shared_from_this<tunnel> {
   tunnel(std::shared_ptr<tls_front::impl> o, size_t s, runtime::shard_socket socket, runtime::connection_slot sl)
       : owner(o), shard(s), client(std::move(socket)), inner(socket_executor()), slot_in_limits(std::move(sl)),
@@ -63,7 +68,11 @@ struct tunnel : std::enable_shared_from_this<tunnel> {
   std::string peer;
   std::array<char, constants::tls_tunnel_buffer_bytes> upstream{};     // client -> HTTP session
   std::array<char, constants::tls_tunnel_buffer_bytes> downstream{};   // HTTP session -> client
-  bool closed = false;
+  bool closed = false;        // no more pumping; the TCP socket may still be saying goodbye
+  bool tls_up = false;        // the handshake is done: a close can send close_notify
+  bool writing_down = false;  // answer bytes are being written to the client
+  /// Run once the TCP socket is closed (tls_front::stop waits for every tunnel's).
+  std::vector<std::function<void()>> on_gone;
   std::array<char, 1> first_byte{};   // peeked before the handshake (plain HTTP is told to use TLS)
 
   void start(const std::shared_ptr<tls_front::impl>& o) {
@@ -110,6 +119,7 @@ struct tunnel : std::enable_shared_from_this<tunnel> {
     client.async_handshake(asio::ssl::stream_base::server, [self = shared_from_this()](boost::system::error_code ec) {
       if (self->closed) return;
       self->handshake_deadline.cancel();
+      self->tls_up = !ec;
       if (ec) {
         uint64_t suppressed = 0;
         const std::string why = runtime::tls_failure_reason(ec);
@@ -162,30 +172,62 @@ struct tunnel : std::enable_shared_from_this<tunnel> {
     inner.async_read_some(asio::buffer(downstream), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
       if (self->closed) return;
       if (ec) return self->close("");   // the HTTP session closed its side
+      self->writing_down = true;
       asio::async_write(self->client, asio::buffer(self->downstream.data(), n),
                         [self](boost::system::error_code wec, size_t) {
                           if (self->closed) return;
-                          if (wec) return self->close("");
+                          if (wec) return self->close("");   // writing_down stays: no goodbye on a broken socket
+                          self->writing_down = false;
                           self->pump_down();
                         });
     });
   }
 
-  /// Closes both sides; `reason` empty = an ordinary end (no log line).
+  /// Closes both sides; `reason` empty = an ordinary end (no log line). With the TLS session up
+  /// and no answer bytes in flight, close_notify goes out before the TCP close (say_goodbye).
   void close(const std::string& reason) {
     if (closed) return;
     closed = true;
-    auto o = owner.lock();
     if (!reason.empty()) {
+      auto o = owner.lock();
       spdlog::warn("msg=\"https connection closed\" listener={} peer={} reason=\"{}\"", o ? o->options.name : "HTTPS",
                    peer, base::logfmt_escaped(reason));
     }
     handshake_deadline.cancel();
     slot_in_limits.release();
-    client.close();
     boost::system::error_code ignored;
     inner.close(ignored);
-    if (o) o->open[shard].erase(shared_from_this());
+    if (tls_up && !writing_down) return say_goodbye();
+    client.close();
+    gone();
+  }
+
+  /// Runs `f` once the TCP socket is closed (at once if close() closes it without a goodbye).
+  void when_gone(std::function<void()> f) { on_gone.push_back(std::move(f)); }
+
+  /// The pending read is cancelled (its handler finds `closed` and does nothing), then, after it
+  /// has run, close_notify and the wait for the client's, cut short by the timer; then the close.
+  void say_goodbye() {
+    boost::system::error_code ignored;
+    client.socket().cancel(ignored);
+    auto timer = std::make_shared<shard_timer>(socket_executor());
+    timer->expires_after(std::chrono::milliseconds(runtime::constants::tls_close_notify_timeout_ms));
+    timer->async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      boost::system::error_code ignored2;
+      if (!ec) self->client.socket().cancel(ignored2);   // a client that never sends its close_notify
+    });
+    asio::post(socket_executor(), [self = shared_from_this(), timer] {
+      self->client.async_shutdown([self, timer](boost::system::error_code) {
+        timer->cancel();
+        self->client.close();
+        self->gone();
+      });
+    });
+  }
+
+  void gone() {
+    if (auto o = owner.lock()) o->open[shard].erase(shared_from_this());
+    for (auto& f : std::exchange(on_gone, {})) f();
   }
 };
 
@@ -207,6 +249,7 @@ base::result<std::unique_ptr<tls_front>, std::string> tls_front::start(runtime::
   accept.port = options.port;
   accept.listen_fd = options.listen_fd;
   accept.limits = options.limits;
+  accept.buffers = options.socket_buffers;
   auto bound = runtime::acceptor::listen(rt, std::move(accept));
   if (!bound.ok()) return bound.error();
   p->acceptor = std::move(bound).value();
@@ -228,9 +271,20 @@ void tls_front::stop() {
   for (size_t shard = 0; shard < n; ++shard) {
     asio::post(runtime::io_context_of(impl_->rt, shard), [p = impl_, shard, &done] {
       if (shard == 0) p->acceptor->close();
-      auto open = p->open[shard];   // close() erases from the set
-      for (const auto& t : open) t->close("");
-      done[shard].set_value();
+      // Every tunnel closes, those with a TLS session with close_notify (bounded in time), and
+      // those the HTTP server's drain closed already may still be saying goodbye: the shard is
+      // done when the last TCP socket has closed. `left` starts at 1 for this loop itself.
+      auto left = std::make_shared<size_t>(1);
+      auto one_gone = [left, finished = &done[shard]] {
+        if (--*left == 0) finished->set_value();
+      };
+      auto open = p->open[shard];   // gone() erases from the set
+      for (const auto& t : open) {
+        ++*left;
+        t->when_gone(one_gone);
+        t->close("");
+      }
+      one_gone();
     });
   }
   for (auto& d : done) d.get_future().wait();

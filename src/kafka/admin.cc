@@ -1,8 +1,10 @@
 // Metadata, CreateTopics, DeleteTopics, CreatePartitions, DescribeCluster, FindCoordinator.
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <map>
+#include <set>
 
 #include "handlers.h"
 
@@ -297,13 +299,7 @@ void handle_metadata(const request_context& ctx, protocol::metadata_request_data
   // Asked only for a missing topic and not logged (Kafka's logIfDenied=false): a producer's
   // Metadata refresh of a topic that exists is no refusal (the breaker's t3_noise.py).
   auto may_create = [&ctx](const std::string& topic) {
-    auto allowed = [&ctx](security::resource_type resource, std::string_view name) {
-      return ctx.broker_api().security()
-          .authorize(ctx.principal, ctx.client_host, security::acl_action{resource, name, security::acl_operation::create})
-          .allowed();
-    };
-    return allowed(security::resource_type::cluster, security::cluster_resource_name) ||
-           allowed(security::resource_type::topic, topic);
+    return broker::may_create_topic(ctx.broker_api().security(), ctx.principal, ctx.client_host, topic);
   };
   auto g = std::make_shared<gather<topic_lookup>>(names.size(), answer);
   for (size_t i = 0; i < names.size(); ++i) {
@@ -342,14 +338,14 @@ void handle_create_topics(const request_context& ctx, protocol::create_topics_re
     out.throttle_time_ms = static_cast<int32_t>(throttle->load());
     ctx.answer(out);
   });
-  // CREATE on the cluster, else on each topic (KafkaApis.handleCreateTopicsRequest).
-  const bool may_create_any = ctx.authorized_cluster(security::acl_operation::create);
   const bool strict_quota = ctx.api_version >= create_topics_strict_quota_version;
   for (size_t i = 0; i < n; ++i) {
     auto& t = request.topics[i];
     result_t& slot = g->slot(i);
     slot.name = t.name;
-    if (!may_create_any && !ctx.authorized(security::resource_type::topic, t.name, security::acl_operation::create)) {
+    // CREATE on the cluster, else on each topic (ControllerApis.createTopics), every door's rule.
+    if (!broker::may_create_topic(b.security(), ctx.principal, ctx.client_host, t.name)) {
+      ctx.log_denial(security::acl_action{security::resource_type::topic, t.name, security::acl_operation::create});
       refuse_topic(slot, error_code::topic_authorization_failed,
                    "CREATE on the cluster or the topic is not allowed for " + ctx.principal.to_string());
       g->complete_one();
@@ -415,100 +411,211 @@ namespace {
 /// DeleteTopics names each topic by name or by id from this version on (KIP-516).
 constexpr int16_t delete_topics_topic_id_version = 6;
 
-/// One DeleteTopics entry: the name and id it was asked by, and for one asked by id alone the
-/// name of the current topic of that id (nullopt: no topic has it).
-struct delete_target {
+using deletable_topic_result = protocol::delete_topics_response_data::deletable_topic_result;
+using uuid_bytes = std::array<uint8_t, 16>;
+
+/// One DeleteTopics entry as asked: by name (every entry before v6), by id, or with both or
+/// neither (refused). For one by id, `resolved` is the name of the current topic of that id
+/// (nullopt: no topic has it).
+struct delete_entry {
   std::optional<std::string> name;
   protocol::uuid topic_id;
   bool by_id = false;
+  std::optional<std::string> resolved;
 };
 
-/// The entries of a DeleteTopics request in request order, those named by id resolved to their
+/// One answer of a DeleteTopics response: refused already (answer.error_code set), or a topic
+/// to delete (`pending`) by its name, only while its id is answer.topic_id when `by_id`.
+struct delete_plan {
+  deletable_topic_result answer;
+  bool pending = false;
+  bool by_id = false;
+};
+
+/// How many entries by name name each name, how many by id name each id, and the names the
+/// entries by id resolve to (with their ids), for the rules across entries.
+struct delete_counts {
+  std::map<std::string, int> names;
+  std::map<uuid_bytes, int> ids;
+  std::map<std::string, protocol::uuid> named_by_id;
+};
+
+/// The entries of a DeleteTopics request in request order, those by id resolved to their
 /// topics' names in one lookup.
-std::vector<delete_target> delete_targets(const request_context& ctx, const protocol::delete_topics_request_data& request) {
-  std::vector<delete_target> out;
+std::vector<delete_entry> delete_entries(const request_context& ctx, const protocol::delete_topics_request_data& request) {
+  std::vector<delete_entry> out;
   if (ctx.api_version < delete_topics_topic_id_version) {
-    for (const auto& name : request.topic_names) out.push_back({name, {}, false});
+    for (const auto& name : request.topic_names) out.push_back({name, {}, false, std::nullopt});
     return out;
   }
   std::vector<protocol::uuid> ids;
   for (const auto& t : request.topics) {
     const bool by_id = !t.name && !t.topic_id.is_zero();
-    out.push_back({t.name, t.topic_id, by_id});
+    out.push_back({t.name, t.topic_id, by_id, std::nullopt});
     if (by_id) ids.push_back(t.topic_id);
   }
   const auto names = ctx.broker_api().admin().topic_names_of_ids(ids);
   size_t next = 0;
   for (auto& t : out) {
-    if (t.by_id) t.name = names[next++];
+    if (t.by_id) t.resolved = names[next++];
   }
   return out;
 }
 
-/// Fills `slot` with the answer to an entry refused before any deletion and returns true, as
-/// Kafka's ControllerApis.deleteTopics: an entry with both a name and an id, or neither, is
-/// INVALID_REQUEST; an id no topic has is UNKNOWN_TOPIC_ID; DELETE on the topic is required, and
-/// a topic named by an id the principal may not DESCRIBE either answers without its name (ids are
-/// not secret, names are).
-bool refuse_delete(const request_context& ctx, const delete_target& t,
-                   protocol::delete_topics_response_data::deletable_topic_result& slot) {
-  if (!t.by_id && !t.topic_id.is_zero()) {
-    slot.error_code = error_code::invalid_request;
-    slot.error_message = "You may not specify both topic name and topic id.";
-  } else if (!t.by_id && !t.name) {
-    slot.error_code = error_code::invalid_request;
-    slot.error_message = "Neither topic name nor id were specified.";
-  } else if (!t.name) {
-    slot.error_code = error_code::unknown_topic_id;
-    slot.error_message = "This server does not host this topic ID.";   // Kafka's UNKNOWN_TOPIC_ID message
-  } else if (!ctx.authorized(security::resource_type::topic, *t.name, security::acl_operation::delete_)) {
-    slot.error_code = error_code::topic_authorization_failed;
-    slot.error_message = "DELETE on the topic is not allowed for " + ctx.principal.to_string();
-    if (t.by_id && !ctx.authorized(security::resource_type::topic, *t.name, security::acl_operation::describe)) {
-      slot.name = std::nullopt;
+delete_counts count_delete_entries(const std::vector<delete_entry>& entries) {
+  delete_counts counts;
+  for (const auto& e : entries) {
+    if (e.by_id) {
+      ++counts.ids[e.topic_id.value];
+      if (e.resolved) counts.named_by_id.emplace(*e.resolved, e.topic_id);
+    } else if (e.name && e.topic_id.is_zero()) {
+      ++counts.names[*e.name];
     }
-  } else {
-    return false;
   }
-  return true;
+  return counts;
+}
+
+delete_plan refused_delete(std::optional<std::string> name, protocol::uuid topic_id, int16_t code, std::string message) {
+  delete_plan out;
+  out.answer.name = std::move(name);
+  out.answer.topic_id = topic_id;
+  out.answer.error_code = code;
+  out.answer.error_message = std::move(message);
+  return out;
+}
+
+delete_plan pending_delete(std::string name, protocol::uuid topic_id, bool by_id) {
+  delete_plan out;
+  out.answer.name = std::move(name);
+  out.answer.topic_id = topic_id;
+  out.pending = true;
+  out.by_id = by_id;
+  return out;
+}
+
+/// broker::topic_deletion_rights_of for the connection's principal; a refused DELETE is logged
+/// as the listener logs every refusal.
+broker::topic_deletion_rights deletion_rights(const request_context& ctx, const std::string& topic) {
+  const auto rights = broker::topic_deletion_rights_of(ctx.broker_api().security(), ctx.principal, ctx.client_host, topic);
+  if (!rights.delete_) ctx.log_denial(security::acl_action{security::resource_type::topic, topic, security::acl_operation::delete_});
+  return rights;
+}
+
+std::string delete_refusal_message(const request_context& ctx) {
+  return "DELETE on the topic (or on the cluster) is not allowed for " + ctx.principal.to_string();
+}
+
+/// The answer to an entry by id named once (Kafka's ControllerApis.deleteTopics): an id no topic
+/// has is UNKNOWN_TOPIC_ID; a topic the principal may not delete is TOPIC_AUTHORIZATION_FAILED,
+/// named only when it may DESCRIBE it (ids are not secret, names are). nullopt: the entry by name
+/// of the same topic answers for both.
+std::optional<delete_plan> plan_by_id(const request_context& ctx, const delete_entry& e, const delete_counts& counts) {
+  if (!e.resolved) {
+    // Kafka's UNKNOWN_TOPIC_ID message.
+    return refused_delete(std::nullopt, e.topic_id, error_code::unknown_topic_id, "This server does not host this topic ID.");
+  }
+  const auto rights = deletion_rights(ctx, *e.resolved);
+  if (!rights.delete_) {
+    return refused_delete(rights.describe ? e.resolved : std::nullopt, e.topic_id, error_code::topic_authorization_failed,
+                          delete_refusal_message(ctx));
+  }
+  const auto by_name = counts.names.find(*e.resolved);
+  if (by_name != counts.names.end() && by_name->second == 1) return std::nullopt;
+  return pending_delete(*e.resolved, e.topic_id, true);
+}
+
+/// The answer to an entry by name named once (Kafka's ControllerApis.deleteTopics): a topic the
+/// principal may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED, whether it exists or not; then a
+/// missing one is UNKNOWN_TOPIC_OR_PARTITION; then one it may not delete is
+/// TOPIC_AUTHORIZATION_FAILED; a topic an entry by id names too is INVALID_REQUEST, and neither
+/// entry deletes it (said only to whom may delete it: it ties a name to an id).
+delete_plan plan_by_name(const request_context& ctx, const std::string& name, const delete_counts& counts) {
+  const auto rights = deletion_rights(ctx, name);
+  if (!rights.describe) {
+    return refused_delete(name, {}, error_code::topic_authorization_failed, delete_refusal_message(ctx));
+  }
+  if (!rights.delete_) {
+    if (!ctx.broker_api().admin().topic_exists(name)) {
+      return refused_delete(name, {}, error_code::unknown_topic_or_partition, "topic '" + name + "' does not exist");
+    }
+    return refused_delete(name, {}, error_code::topic_authorization_failed, delete_refusal_message(ctx));
+  }
+  if (auto id = counts.named_by_id.find(name); id != counts.named_by_id.end()) {
+    return refused_delete(name, id->second, error_code::invalid_request,
+                          "The provided topic name maps to an ID that was already supplied.");   // Kafka's message
+  }
+  return pending_delete(name, {}, false);
+}
+
+/// One answer per distinct entry, in request order (Kafka shuffles its answers; the order here is
+/// the request's, a repeated entry answered once at its first place): a name or id named twice
+/// is INVALID_REQUEST and deletes nothing; an entry with both a name and an id, or neither, is
+/// INVALID_REQUEST; the others as plan_by_name and plan_by_id say.
+std::vector<delete_plan> plan_deletes(const request_context& ctx, const std::vector<delete_entry>& entries) {
+  const delete_counts counts = count_delete_entries(entries);
+  std::set<std::string> names_seen;
+  std::set<uuid_bytes> ids_seen;
+  std::vector<delete_plan> out;
+  for (const auto& e : entries) {
+    if (!e.by_id && !e.topic_id.is_zero()) {
+      out.push_back(refused_delete(e.name, e.topic_id, error_code::invalid_request,
+                                   "You may not specify both topic name and topic id."));
+    } else if (!e.by_id && !e.name) {
+      out.push_back(refused_delete(std::nullopt, {}, error_code::invalid_request, "Neither topic name nor id were specified."));
+    } else if (e.by_id) {
+      if (!ids_seen.insert(e.topic_id.value).second) continue;
+      if (counts.ids.at(e.topic_id.value) > 1) {
+        out.push_back(refused_delete(std::nullopt, e.topic_id, error_code::invalid_request, "Duplicate topic id."));
+      } else if (auto plan = plan_by_id(ctx, e, counts)) {
+        out.push_back(std::move(*plan));
+      }
+    } else {
+      if (!names_seen.insert(*e.name).second) continue;
+      if (counts.names.at(*e.name) > 1) {
+        out.push_back(refused_delete(e.name, {}, error_code::invalid_request, "Duplicate topic name."));
+      } else {
+        out.push_back(plan_by_name(ctx, *e.name, counts));
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace
 
 void handle_delete_topics(const request_context& ctx, protocol::delete_topics_request_data request) {
-  using result_t = protocol::delete_topics_response_data::deletable_topic_result;
   broker::broker& b = ctx.broker_api();
-  const auto targets = delete_targets(ctx, request);
+  const auto plans = plan_deletes(ctx, delete_entries(ctx, request));
   auto throttle = std::make_shared<std::atomic<int64_t>>(0);
-  auto g = std::make_shared<gather<result_t>>(targets.size(), [ctx, throttle](std::vector<result_t>& results) {
-    protocol::delete_topics_response_data out;
-    out.responses = std::move(results);
-    out.throttle_time_ms = static_cast<int32_t>(throttle->load());
-    ctx.answer(out);
-  });
+  auto g = std::make_shared<gather<deletable_topic_result>>(
+      plans.size(), [ctx, throttle](std::vector<deletable_topic_result>& results) {
+        protocol::delete_topics_response_data out;
+        out.responses = std::move(results);
+        out.throttle_time_ms = static_cast<int32_t>(throttle->load());
+        ctx.answer(out);
+      });
   const bool strict_quota = ctx.api_version >= delete_topics_strict_quota_version;
   const bool answer_ids = ctx.api_version >= delete_topics_topic_id_version;
-  for (size_t i = 0; i < targets.size(); ++i) {
-    const delete_target& t = targets[i];
-    result_t& slot = g->slot(i);
-    slot.name = t.name;
-    slot.topic_id = t.topic_id;
-    if (refuse_delete(ctx, t, slot)) {
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const delete_plan& t = plans[i];
+    g->slot(i) = t.answer;
+    if (!t.pending) {
       g->complete_one();
       continue;
     }
+    const std::string name = *t.answer.name;
     // KIP-599 counts the partitions deleted: the topic's count first.
-    b.admin().describe_topic(*t.name, [&b, ctx, g, i, throttle, strict_quota, answer_ids, t](
-                                          broker::result<broker::topic_description> d) {
+    b.admin().describe_topic(name, [&b, ctx, g, i, throttle, strict_quota, answer_ids, name, by_id = t.by_id](
+                                       broker::result<broker::topic_description> d) {
       // v6 answers carry the topic's id, however it was named (ControllerApis.deleteTopics).
-      if (answer_ids && d.ok() && !t.by_id) g->slot(i).topic_id = parse_uuid(d->topic_id);
+      if (answer_ids && d.ok() && !by_id) g->slot(i).topic_id = parse_uuid(d->topic_id);
       const double partitions = d.ok() ? static_cast<double>(d->partitions.size()) : 0;
       if (auto refused = controller_mutation_refused(ctx, partitions, strict_quota, *throttle)) {
         g->slot(i).error_code = error_code::throttling_quota_exceeded;
         g->slot(i).error_message = std::move(*refused);
         return g->complete_one();
       }
-      auto deleted = [g, i, by_id = t.by_id](broker::result<void> r) {
+      auto deleted = [g, i, by_id](broker::result<void> r) {
         if (!r.ok()) {
           // By id, a topic gone since its id was resolved is an unknown id.
           const bool gone = by_id && r.error().code == broker::errc::unknown_topic_or_partition;
@@ -517,8 +624,8 @@ void handle_delete_topics(const request_context& ctx, protocol::delete_topics_re
         }
         g->complete_one();
       };
-      if (t.by_id) return b.admin().delete_topic_of_id(*t.name, t.topic_id, std::move(deleted));
-      b.admin().delete_topic(*t.name, std::move(deleted));
+      if (by_id) return b.admin().delete_topic_of_id(name, g->slot(i).topic_id, std::move(deleted));
+      b.admin().delete_topic(name, std::move(deleted));
     });
   }
   g->finish_if_empty();

@@ -29,6 +29,14 @@ constexpr acl_check topic_describe{resource_type::topic, acl_operation::describe
 constexpr acl_check topic_create{resource_type::topic, acl_operation::create, ec::topic_authorization_failed,
                                  "every topic named, unless CREATE on the cluster"};
 constexpr acl_check topic_delete{resource_type::topic, acl_operation::delete_, ec::topic_authorization_failed, "every topic named"};
+// ControllerApis.deleteTopics: DELETE on the cluster deletes (and describes) every topic, else
+// DESCRIBE and DELETE on each (broker::topic_deletion_rights_of, every door's rule).
+constexpr acl_check cluster_delete{resource_type::cluster, acl_operation::delete_, ec::topic_authorization_failed,
+                                   "the cluster, else DELETE on each topic"};
+constexpr acl_check topic_delete_unless_cluster{resource_type::topic, acl_operation::delete_,
+                                                ec::topic_authorization_failed,
+                                                "every topic named, unless DELETE on the cluster (a missing topic "
+                                                "the principal may DESCRIBE: UNKNOWN_TOPIC_OR_PARTITION)"};
 constexpr acl_check topic_alter{resource_type::topic, acl_operation::alter, ec::topic_authorization_failed, "every topic named"};
 constexpr acl_check topic_describe_configs{resource_type::topic, acl_operation::describe_configs,
                                            ec::topic_authorization_failed, "every TOPIC resource named"};
@@ -78,6 +86,7 @@ constexpr std::array<acl_check, 1> describe_groups_checks{group_describe};
 constexpr std::array<acl_check, 2> list_groups_checks{cluster_describe, group_describe_all};
 constexpr std::array<acl_check, 2> create_topics_checks{cluster_create, topic_create};
 constexpr std::array<acl_check, 1> topic_delete_checks{topic_delete};
+constexpr std::array<acl_check, 2> delete_topics_checks{cluster_delete, topic_delete_unless_cluster};
 constexpr std::array<acl_check, 3> init_producer_id_checks{txn_write, cluster_idempotent_write, topic_write};
 constexpr std::array<acl_check, 2> add_partitions_to_txn_checks{txn_write, topic_write};
 constexpr std::array<acl_check, 2> add_offsets_to_txn_checks{txn_write, group_read};
@@ -112,7 +121,7 @@ constexpr std::array<api_authorization, 44> table{{
     {17, "SaslHandshake", {}},
     {18, "ApiVersions", {}},
     {19, "CreateTopics", create_topics_checks},
-    {20, "DeleteTopics", topic_delete_checks},
+    {20, "DeleteTopics", delete_topics_checks},
     {21, "DeleteRecords", topic_delete_checks},
     {22, "InitProducerId", init_producer_id_checks},
     {23, "OffsetForLeaderEpoch", offset_for_leader_epoch_checks},
@@ -181,8 +190,12 @@ bool request_context::authorized_unlogged(security::resource_type resource, std:
 
 bool request_context::authorized(security::resource_type resource, std::string_view name,
                                  security::acl_operation operation) const {
-  const security::acl_action action{resource, name, operation};
   if (authorized_unlogged(resource, name, operation)) return true;
+  log_denial(security::acl_action{resource, name, operation});
+  return false;
+}
+
+void request_context::log_denial(const security::acl_action& action) const {
   // Kafka's authorizer logs each denial (logIfDenied), a list's filtered names too; bounded here.
   static security::audit_denial_budget budget;
   const auto verdict = budget.admit(base::monotonic_ns() / 1'000'000'000);
@@ -194,7 +207,6 @@ bool request_context::authorized(security::resource_type resource, std::string_v
                                                            row != nullptr ? row->api_name : std::string_view("?")),
                  security::audit_clipped(client_id));
   }
-  return false;
 }
 
 int32_t request_context::authorized_operations(security::resource_type resource, std::string_view name) const {

@@ -128,6 +128,10 @@ struct request_context {
   /// a DescribeTransactions answer, KIP-664).
   [[nodiscard]] bool authorized_unlogged(security::resource_type resource, std::string_view name,
                                          security::acl_operation operation) const;
+  /// Logs `action` refused, as authorized() logs its refusals (an audit line, within the
+  /// listener's budget of lines a second), for a refusal decided elsewhere (broker/security.h's
+  /// rules of every door).
+  void log_denial(const security::acl_action& action) const;
   [[nodiscard]] bool authorized_cluster(security::acl_operation operation) const {
     return authorized(security::resource_type::cluster, security::cluster_resource_name, operation);
   }

@@ -25,6 +25,7 @@
 #include "ringlog/runtime/acceptor.h"
 #include "ringlog/runtime/frame_read.h"
 #include "ringlog/runtime/asio_context.h"
+#include "ringlog/runtime/constants.h"
 #include "ringlog/runtime/log_rate_limit.h"
 #include "ringlog/runtime/tls_socket.h"
 #include "ringlog/security/audit.h"
@@ -684,7 +685,7 @@ struct connection : std::enable_shared_from_this<connection> {
   [[nodiscard]] bool tls_goodbye_possible() const { return !closed && stream_ready && stream.is_tls() && !writing; }
 
   /// listener::stop's close of a TLS connection: as close(""), but TLS's close_notify goes out
-  /// first (bounded by constants::tls_close_notify_timeout_ms); `after` runs once the socket is
+  /// first (bounded by runtime::constants::tls_close_notify_timeout_ms); `after` runs once the socket is
   /// closed.
   void close_with_notify(std::function<void()> after) {
     goodbye = std::move(after);
@@ -723,7 +724,7 @@ struct connection : std::enable_shared_from_this<connection> {
     boost::system::error_code ignored;
     stream.socket().cancel(ignored);
     auto timer = std::make_shared<shard_timer>(stream.get_executor());
-    timer->expires_after(std::chrono::milliseconds(constants::tls_close_notify_timeout_ms));
+    timer->expires_after(std::chrono::milliseconds(runtime::constants::tls_close_notify_timeout_ms));
     timer->async_wait([self = shared_from_this()](boost::system::error_code ec) {
       boost::system::error_code ignored2;
       if (!ec) self->stream.socket().cancel(ignored2);   // a client that never sends its close_notify
@@ -770,6 +771,7 @@ base::result<std::unique_ptr<listener>, std::string> listener::listen(runtime::s
   accept.port = options.port;
   accept.listen_fd = options.listen_fd;
   accept.limits = options.limits;
+  accept.buffers = options.socket_buffers;
   auto bound = runtime::acceptor::listen(rt, std::move(accept));
   if (!bound.ok()) return bound.error();
   p->acceptor = std::move(bound).value();

@@ -49,14 +49,17 @@ void metadata_apply_queue::finish(int64_t offset, result<void> outcome) {
 
 void metadata_apply_queue::entry_failed(int64_t offset, error why) {
   auto [first, last] = waiters_.equal_range(offset);
-  if (first == last) {
-    failures_[offset] = std::move(why);
-    while (failures_.size() > entry_failures_max) failures_.erase(failures_.begin());
-    return;
-  }
   std::vector<waiter> waiting;
   for (auto it = first; it != last; ++it) waiting.push_back(std::move(it->second));
   waiters_.erase(first, last);
+  // Readers (await_applied_through: they have timed_out) are released; the reason is kept for a
+  // writer that has not asked yet unless one of the waiters is a writer.
+  const bool writer_waits =
+      std::any_of(waiting.begin(), waiting.end(), [](const waiter& w) { return !w.timed_out; });
+  if (!writer_waits) {
+    failures_[offset] = why;
+    while (failures_.size() > entry_failures_max) failures_.erase(failures_.begin());
+  }
   for (auto& w : waiting) w.done(why);
 }
 
@@ -68,19 +71,34 @@ void metadata_apply_queue::await_applied(int64_t offset, std::function<void(resu
     return done(std::move(why));
   }
   if (offset < applied_end_) return done(base::ok_v);
+  add_waiter(offset, waiter{0, std::move(done), {}}, metadata_write_timeout_ms);
+}
+
+void metadata_apply_queue::await_applied_through(int64_t offset, int64_t timeout_ms,
+                                                 std::function<void(bool applied)> done) {
+  RINGLOG_ASSERT_OP(runtime_.current_shard(), ==, shard_);
+  if (offset < applied_end_) return done(true);
+  // A failed entry's reason (entry_failed) reaches this waiter too: that entry is settled.
+  auto shared = std::make_shared<std::function<void(bool)>>(std::move(done));
+  add_waiter(offset, waiter{0, [shared](result<void>) { (*shared)(true); }, [shared] { (*shared)(false); }}, timeout_ms);
+}
+
+void metadata_apply_queue::add_waiter(int64_t offset, waiter w, int64_t timeout_ms) {
   const uint64_t id = next_waiter_id_++;
-  waiters_.emplace(offset, waiter{id, std::move(done)});
-  runtime_.post_after(shard_, metadata_write_timeout_ms, [this, offset, id, alive = std::weak_ptr<int>(lifetime_)] {
+  w.id = id;
+  waiters_.emplace(offset, std::move(w));
+  runtime_.post_after(shard_, timeout_ms, [this, offset, id, alive = std::weak_ptr<int>(lifetime_)] {
     if (!alive.lock()) return;
     auto [first, last] = waiters_.equal_range(offset);
     for (auto it = first; it != last; ++it) {
       if (it->second.id != id) continue;
-      auto w = std::move(it->second);
+      auto late = std::move(it->second);
       waiters_.erase(it);
-      return w.done(error{errc::request_timed_out, "the metadata entry at offset " + std::to_string(offset) +
-                                                       " was committed but not applied on node " +
-                                                       std::to_string(node_id_) + " within " +
-                                                       std::to_string(metadata_write_timeout_ms) + " ms"});
+      if (late.timed_out) return late.timed_out();
+      return late.done(error{errc::request_timed_out, "the metadata entry at offset " + std::to_string(offset) +
+                                                          " was committed but not applied on node " +
+                                                          std::to_string(node_id_) + " within " +
+                                                          std::to_string(metadata_write_timeout_ms) + " ms"});
     }
   });
 }

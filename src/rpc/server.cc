@@ -9,6 +9,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <deque>
+#include <functional>
 #include <future>
 #include <map>
 #include <set>
@@ -20,6 +21,7 @@
 #include "ringlog/runtime/acceptor.h"
 #include "ringlog/runtime/frame_read.h"
 #include "ringlog/runtime/asio_context.h"
+#include "ringlog/runtime/constants.h"
 #include "ringlog/runtime/log_rate_limit.h"
 #include "ringlog/runtime/tls_socket.h"
 
@@ -116,7 +118,10 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   bool make_room();
   /// Counts a connection closed by the first-request deadline; one warning per interval at most.
   void note_deadline_close(const std::string& why);
-  void close_all();
+  /// Closes the listener and every connection; TLS ones with a session up and no answer being
+  /// written send close_notify first (bounded by runtime::constants::tls_close_notify_timeout_ms).
+  /// `all_gone` runs once every TCP socket is closed.
+  void close_all(std::function<void()> all_gone);
 };
 
 /// One request's answer, shared by the copies of its respond_fn (connection::make_respond): used
@@ -170,6 +175,8 @@ struct connection : std::enable_shared_from_this<connection> {
   bool closed = false;
   std::deque<bytes> write_queue;
   bool writing = false;
+  /// Set by close_with_notify (server::stop): close() sends TLS's close_notify, then runs it.
+  std::function<void()> goodbye;
 
   void read_next() {
     // Requests with handlers and responses not yet written share the bound: a peer that sends but
@@ -456,13 +463,48 @@ struct connection : std::enable_shared_from_this<connection> {
     first_request_deadline.cancel();
     idle_timer.cancel();
     slot_in_limits.release();
-    socket.close();
+    if (goodbye) {
+      send_close_notify();
+    } else {
+      socket.close();
+    }
     write_queue.clear();
     if (auto o = owner.lock()) {
       o->connections.erase(shared_from_this());
       o->connection_count.store(o->connections.size(), std::memory_order_relaxed);
       if (o->connection_closed && !client_id.empty() && !o->stopped) o->connection_closed(client_id);
     }
+  }
+
+  /// Whether a controlled shutdown can say goodbye in TLS (close_with_notify): a TLS session is
+  /// up and no answer is being written (close_notify must not cut into its records).
+  [[nodiscard]] bool tls_goodbye_possible() const { return !closed && handshake_done && socket.is_tls() && !writing; }
+
+  /// server::stop's close of a TLS connection: as close(""), but TLS's close_notify goes out
+  /// first; `after` runs once the socket is closed.
+  void close_with_notify(std::function<void()> after) {
+    goodbye = std::move(after);
+    close("");
+  }
+
+  /// The pending read is cancelled (its handler finds `closed` and does nothing), then, after it
+  /// has run, close_notify and the wait for the peer's, cut short by the timer; then the close.
+  void send_close_notify() {
+    boost::system::error_code ignored;
+    socket.socket().cancel(ignored);
+    auto timer = std::make_shared<shard_timer>(socket.get_executor());
+    timer->expires_after(std::chrono::milliseconds(runtime::constants::tls_close_notify_timeout_ms));
+    timer->async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      boost::system::error_code ignored2;
+      if (!ec) self->socket.socket().cancel(ignored2);   // a peer that never sends its close_notify
+    });
+    asio::post(socket.get_executor(), [self = shared_from_this(), timer] {
+      self->socket.async_shutdown([self, timer](boost::system::error_code) {
+        timer->cancel();
+        self->socket.close();
+        if (auto after = std::exchange(self->goodbye, nullptr)) after();
+      });
+    });
   }
 };
 
@@ -546,13 +588,24 @@ void server::impl::note_deadline_close(const std::string& why) {
   deadline_closes = 0;
 }
 
-void server::impl::close_all() {
+void server::impl::close_all(std::function<void()> all_gone) {
   stopped = true;
   acceptor->close();
+  // `left` starts at 1 for this loop itself.
+  auto left = std::make_shared<size_t>(1);
+  auto one_gone = [left, all_gone = std::move(all_gone)] {
+    if (--*left == 0) all_gone();
+  };
   auto open = connections;  // close() erases from the set
   for (const auto& c : open) {
-    c->close("");
+    if (c->tls_goodbye_possible()) {
+      ++*left;
+      c->close_with_notify(one_gone);
+    } else {
+      c->close("");
+    }
   }
+  one_gone();
 }
 
 result<std::unique_ptr<server>> server::listen(runtime::shard_threads& rt, size_t shard, const std::string& host,
@@ -609,14 +662,11 @@ void server::start() {
 
 void server::stop() {
   if (impl_->rt.current_shard() == impl_->shard) {
-    impl_->close_all();
+    impl_->close_all([] {});   // this thread runs the loop: the goodbyes finish after the return
     return;
   }
   std::promise<void> done;
-  asio::post(impl_->context, [p = impl_, &done] {
-    p->close_all();
-    done.set_value();
-  });
+  asio::post(impl_->context, [p = impl_, &done] { p->close_all([&done] { done.set_value(); }); });
   done.get_future().wait();
 }
 

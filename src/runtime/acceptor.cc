@@ -43,6 +43,33 @@ std::string limit_named(const boost::system::error_code& ec) {
   }
 }
 
+/// Sets SO_SNDBUF / SO_RCVBUF of `s` (a listening or an accepted socket) to `sizes` where they
+/// are not -1.
+template <typename Socket>
+void set_buffer_sizes(Socket& s, const socket_buffer_sizes& sizes, boost::system::error_code& ec) {
+  if (sizes.send_bytes >= 0) s.set_option(asio::socket_base::send_buffer_size(sizes.send_bytes), ec);
+  if (!ec && sizes.receive_bytes >= 0) s.set_option(asio::socket_base::receive_buffer_size(sizes.receive_bytes), ec);
+}
+
+/// One line when the kernel gave the listening socket less than twice what was asked (Linux's
+/// doubling), i.e. net.core.wmem_max / rmem_max capped it: the operator's value is not in force.
+void warn_if_capped(acceptor_socket& s, const acceptor_options& options) {
+  boost::system::error_code ec;
+  asio::socket_base::send_buffer_size send;
+  asio::socket_base::receive_buffer_size receive;
+  s.get_option(send, ec);
+  if (!ec) s.get_option(receive, ec);
+  if (ec) return;
+  const auto& b = options.buffers;
+  if ((b.send_bytes >= 0 && send.value() < 2LL * b.send_bytes) ||
+      (b.receive_bytes >= 0 && receive.value() < 2LL * b.receive_bytes)) {
+    spdlog::warn("msg=\"the kernel capped the socket buffers: raise net.core.wmem_max / net.core.rmem_max for the "
+                 "sizes asked\" listener={} socket.send.buffer.bytes={} socket.receive.buffer.bytes={} "
+                 "so_sndbuf={} so_rcvbuf={}",
+                 options.name, b.send_bytes, b.receive_bytes, send.value(), receive.value());
+  }
+}
+
 }  // namespace
 
 struct acceptor::impl {
@@ -75,8 +102,10 @@ base::result<std::shared_ptr<acceptor>, std::string> acceptor::listen(shard_thre
     if (!ec) s.set_option(acceptor_socket::reuse_address(true), ec);
     if (!ec) s.bind(endpoint, ec);
   }
+  if (!ec) set_buffer_sizes(s, options.buffers, ec);
   if (!ec) s.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return where + ": " + ec.message();
+  warn_if_capped(s, options);
   p->port_.store(s.local_endpoint(ec).port());
   return p;
 }
@@ -144,6 +173,10 @@ bool acceptor::on_accepted(size_t shard, shard_socket socket) {
     }
     slot = std::move(admitted.slot);
   }
+  // Linux's accepted sockets inherit the listening socket's sizes; set again, as Kafka's acceptor
+  // does, so no kernel path that re-derives them (tcp_init_buffer_space) is relied on.
+  boost::system::error_code ignored;
+  set_buffer_sizes(socket, options_.buffers, ignored);
   asio::post(socket.get_executor(), [self = shared_from_this(), shard, s = std::make_shared<shard_socket>(std::move(socket)),
                                      slot = std::make_shared<connection_slot>(std::move(slot))]() mutable {
     if (self->closed_.load()) return;

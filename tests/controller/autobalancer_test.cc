@@ -27,12 +27,6 @@ cluster three_and_a_new_one() {
   return c;
 }
 
-void fence(cluster& c, int32_t id) {
-  auto fenced = broker(id);
-  fenced.fenced = true;
-  c.records.push_back(fenced);
-}
-
 autobalancer_inputs inputs_of(autobalancer_mode mode, int64_t now_ms) {
   autobalancer_inputs in;
   in.mode = mode;
@@ -82,7 +76,7 @@ TEST_CASE("off never moves anything; node_add plans for a broker holding no repl
   c.add_topic("u", {{4, 1}});
   auto no_new = c.image();
   CHECK(decide_autobalance(*no_new, {}, inputs_of(autobalancer_mode::node_add, 100'000)).reason == autobalance_reason::none);
-  fence(c, 4);
+  c.add_fenced_broker(4);
   const auto since = track_unavailable(*c.image(), {}, 0);
   const auto nothing = decide_autobalance(*c.image(), since, inputs_of(autobalancer_mode::node_add, 100'000));
   CHECK(nothing.reason == autobalance_reason::none);
@@ -92,7 +86,7 @@ TEST_CASE("off never moves anything; node_add plans for a broker holding no repl
 TEST_CASE("unavailable brokers: fenced, in controlled shutdown or unregistered; the first time seen is kept") {
   cluster c = three_and_a_new_one();
   c.add_topic("ghost", {{1, 7}});   // broker 7 never registered
-  fence(c, 2);
+  c.add_fenced_broker(2);
   auto image = c.image();
   CHECK(unavailable_brokers(*image) == std::set<int32_t>{2, 7});
   auto since = track_unavailable(*image, {}, 1'000);
@@ -114,14 +108,14 @@ TEST_CASE("unavailable brokers: fenced, in controlled shutdown or unregistered; 
 
   // A decommissioning broker is its decommission's business.
   c.decommission(3, 1);
-  fence(c, 3);
+  c.add_fenced_broker(3);
   CHECK_FALSE(unavailable_brokers(*c.image()).contains(3));
 }
 
 TEST_CASE("continuous: a broker unavailable longer than the timeout is drained; before it, nothing balances") {
   cluster c = three_and_a_new_one();
   c.add_topic("on4", {{4, 1}, {2, 4}});
-  fence(c, 4);
+  c.add_fenced_broker(4);
   const auto image = c.image();
   const auto since = track_unavailable(*image, {}, 10'000);
 
@@ -148,7 +142,7 @@ TEST_CASE("continuous: a broker unavailable longer than the timeout is drained; 
 
   // Drained (it holds nothing): not draining any more, and nothing to do while it stays away.
   cluster drained = three_and_a_new_one();
-  fence(drained, 4);
+  drained.add_fenced_broker(4);
   auto after = decide_autobalance(*drained.image(), since, inputs_of(autobalancer_mode::continuous, 10'001 + timeout_ms));
   CHECK(after.unavailable_brokers_draining.empty());
   CHECK(after.reason == autobalance_reason::balance);   // the periodic balance, which moves nothing to 4

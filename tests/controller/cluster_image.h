@@ -1,6 +1,7 @@
 #pragma once
-// Metadata images of a small cluster for the controller's tests (the rebalance planner's and the
-// autobalancer's): brokers with racks, topics with assignments and ISRs, decommissions.
+// Metadata images of a small cluster for the controller's tests (the rebalance planner's, the
+// autobalancer's, replication control's): brokers with racks, fenced ones, topics with assignments
+// and ISRs, decommissions.
 
 #include <doctest.h>
 
@@ -33,6 +34,13 @@ struct cluster {
   std::vector<protocol::metadata_record> records;
   uint8_t next_topic_id = 1;
   void add_broker(int32_t id, std::string rack = "") { records.push_back(broker(id, std::move(rack))); }
+  /// Broker `id` registered fenced (missed heartbeats, or never unfenced): it holds replicas but
+  /// may lead, join an ISR or take new replicas no more.
+  void add_fenced_broker(int32_t id, std::string rack = "") {
+    auto r = broker(id, std::move(rack));
+    r.fenced = true;
+    records.push_back(r);
+  }
   void add_topic(const std::string& name, const std::vector<std::vector<int32_t>>& assignments,
                  const std::vector<std::vector<int32_t>>& isrs = {}) {
     protocol::topic_record t;

@@ -163,9 +163,7 @@ TEST_CASE("a decommissioning broker is drained and takes nothing; refusals when 
   for (int32_t id = 1; id <= 4; ++id) d.add_broker(id);
   d.add_topic("t", {{1, 2, 4}});
   d.decommission(4, 1);
-  auto fenced = broker(3);
-  fenced.fenced = true;
-  d.records.push_back(fenced);
+  d.add_fenced_broker(3);
   auto short_plan = plan_rebalance(*d.image(), {}, options);
   CHECK_FALSE(short_plan.balanced);
   REQUIRE(short_plan.imbalances.size() == 1);   // which measure misses, by name
@@ -181,9 +179,7 @@ TEST_CASE("a fenced broker's replicas and leaderships are left out of the bands;
   // brokers said "12 replicas, outside 14.4..17.6", a verdict no plan could meet.
   cluster c;
   for (int32_t id = 1; id <= 3; ++id) c.add_broker(id);
-  auto fenced = broker(4);
-  fenced.fenced = true;
-  c.records.push_back(fenced);
+  c.add_fenced_broker(4);
   std::vector<std::vector<int32_t>> assignments;
   std::vector<std::vector<int32_t>> isrs;
   for (int32_t p = 0; p < 24; ++p) {
@@ -216,7 +212,7 @@ TEST_CASE("a fenced broker's replicas and leaderships are left out of the bands;
   auto stopping = broker(3);
   stopping.in_controlled_shutdown = true;
   d.records.push_back(stopping);
-  d.records.push_back(fenced);
+  d.add_fenced_broker(4);
   d.add_broker(5);
   d.add_broker(6);
   d.add_topic("t", {{1, 2}});

@@ -25,9 +25,7 @@ std::shared_ptr<const metadata_image> with(const metadata_image& image, const st
 std::shared_ptr<const metadata_image> isr_cluster() {
   cluster c;
   for (int32_t id = 1; id <= 3; ++id) c.add_broker(id);
-  auto fenced = broker(4);
-  fenced.fenced = true;
-  c.records.push_back(fenced);
+  c.add_fenced_broker(4);
   auto stopping = broker(5);
   stopping.in_controlled_shutdown = true;
   c.records.push_back(stopping);
@@ -242,9 +240,7 @@ TEST_CASE("renew_stale_leaderships: a stale leadership moves only to a usable in
   // partition 1 on [1, 2] with ISR [1, 2], partition 2 on [2, 1] led by 2.
   cluster c;
   for (int32_t id = 1; id <= 2; ++id) c.add_broker(id);
-  auto fenced = broker(3);
-  fenced.fenced = true;
-  c.records.push_back(fenced);
+  c.add_fenced_broker(3);
   c.add_topic("t", {{1, 2, 3}, {1, 2}, {2, 1}}, {{1, 3}, {1, 2}, {2, 1}});
   const auto image = c.image();
   stale_leadership_map stale{{{"t", 0}, 0}, {{"t", 1}, 0}, {{"t", 2}, 0}};

@@ -48,6 +48,41 @@ def send_until_closed(address, data, shut_write=False, timeout_s=5):
             pass
 
 
+def strict_tls_connections(context, port, count, server_hostname="localhost"):
+    """`count` TLS connections to 127.0.0.1:`port`, handshaken, on which a TCP close without TLS's
+    close_notify raises ssl.SSLEOFError (Python 3.10+ ignores such an EOF unless told otherwise;
+    suppress_ragged_eofs=False makes recv raise it)."""
+    import ssl
+    context.options &= ~ssl.OP_IGNORE_UNEXPECTED_EOF
+    out = []
+    for _ in range(count):
+        raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+        tls = context.wrap_socket(raw, server_hostname=server_hostname, suppress_ragged_eofs=False)
+        tls.do_handshake()
+        out.append(tls)
+    return out
+
+
+def read_to_close_notify(connections):
+    """Reads each connection to its end: raises ssl.SSLEOFError where the server closed the TCP
+    connection without close_notify (see strict_tls_connections)."""
+    for tls in connections:
+        tls.settimeout(10)
+        while tls.recv(65536):
+            pass
+
+
+def read_kafka_answer(sock):
+    """One size-prefixed Kafka answer frame, read whole (its bytes, the size included)."""
+    import struct
+    answer = b""
+    while len(answer) < 4 or len(answer) < 4 + struct.unpack(">i", answer[:4])[0]:
+        chunk = sock.recv(65536)
+        assert chunk, answer
+        answer += chunk
+    return answer
+
+
 def wait_until(predicate, deadline_s, what):
     """Polls predicate() until it is truthy or the deadline passes."""
     end = time.monotonic() + deadline_s

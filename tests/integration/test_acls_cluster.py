@@ -2,6 +2,7 @@
 created through one node is answered by every node (Kafka's DescribeAcls and the v3 route read
 the node's own image), survives the loss of the active controller, and reaches a node that was
 down when it was made. Every wait polls with a deadline; the seconds it took are printed."""
+import signal
 import time
 
 import requests
@@ -120,4 +121,76 @@ def test_a_host_deny_holds_for_group_calls_another_node_passes_on(ringlog_bin, t
                 break
         assert passed_on >= 1, "no group of the 24 is coordinated by the other node"
     finally:
+        cluster.stop()
+
+
+def group_acl(name, principal, pattern_type="LITERAL"):
+    return {"resource_type": "GROUP", "resource_name": name, "pattern_type": pattern_type,
+            "principal": principal, "host": "*", "operation": "DESCRIBE", "permission": "ALLOW"}
+
+
+def group_acl_count(node):
+    r = requests.get(node.v3("/acls"), params={"resource_type": "GROUP"}, timeout=5)
+    assert r.status_code == 200, r.text
+    return len(r.json()["data"])
+
+
+def groups_coordinated_by_one_peer(entry, prefix, want):
+    """`want` names prefix-N whose group calls `entry` passes on to one and the same other broker
+    (X-Ringlog-Served-By of a describe through `entry`): (that broker's id, the names)."""
+    by_node = {}
+    for i in range(96):
+        name = f"{prefix}-{i}"
+        r = requests.get(entry.v3(f"/consumer-groups/{name}"), timeout=30)
+        assert r.status_code in (200, 404), r.text
+        served_by = r.headers.get("X-Ringlog-Served-By")
+        if served_by is None:
+            continue
+        names = by_node.setdefault(int(served_by), [])
+        names.append(name)
+        if len(names) == want:
+            return int(served_by), names
+    raise AssertionError(f"no broker coordinates {want} of 96 groups {prefix}-N: {by_node}")
+
+
+def test_an_acl_made_through_one_node_holds_at_once_for_a_call_it_passes_on(ringlog_bin, tmp_path):
+    """Read-your-writes across nodes (session 40): an ACL created through node E (its 201 came
+    from E's image) and at once a group call through E that E passes on to the group's
+    coordinator C. C answered 403 for 0.2-1 s, until its image applied the ACL. E's calls now carry
+    the metadata offset E's image has applied (X-Ringlog-Metadata-Offset) and C authorizes only
+    once it has applied it too. C is paused (SIGSTOP) while the ACL is made, so each round starts
+    with C's image behind E's: on the binary before, some round answered 403."""
+    sets = (AUTHORIZER, "super.users=User:nobody", "allow.everyone.if.no.acl.found=true")
+    cluster = Cluster(tmp_path, extra_sets=sets).start()
+    try:
+        controller = wait_until(cluster.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+        # Through the active controller: the ACL commits with the third node while C is paused.
+        entry = cluster.node(controller)
+        wait_until(lambda: requests.get(entry.v3("/consumer-groups/probe"), timeout=30).status_code in (200, 404),
+                   FAILOVER_DEADLINE_S, "group calls answered (__consumer_offsets led)")
+        target_id, names = groups_coordinated_by_one_peer(entry, "rw", 12)
+        target = cluster.node(target_id)
+        # Groups rw-* get an ACL naming someone else: User:ANONYMOUS may no longer describe them.
+        wait_until(lambda: created(entry, group_acl("rw-", "User:someone", "PREFIXED")), FAILOVER_DEADLINE_S,
+                   "the ACL on groups rw-*")
+        for n in cluster.nodes:
+            wait_until(lambda: group_acl_count(n) == 1, 10.0, f"the group ACL on node {n.node_id}")
+        refused = requests.get(entry.v3(f"/consumer-groups/{names[0]}"), timeout=30)
+        assert refused.status_code == 403, refused.text
+        answers = []
+        for name in names:
+            target.proc.send_signal(signal.SIGSTOP)
+            try:
+                wait_until(lambda: created(entry, group_acl(name, "User:ANONYMOUS")), FAILOVER_DEADLINE_S,
+                           f"the ACL on group {name}")
+            finally:
+                target.proc.send_signal(signal.SIGCONT)
+            r = requests.get(entry.v3(f"/consumer-groups/{name}"), timeout=30)
+            answers.append((name, r.status_code, r.headers.get("X-Ringlog-Served-By")))
+        assert all(status in (200, 404) for _, status, _ in answers), answers
+        assert all(served_by == str(target_id) for _, _, served_by in answers), answers
+    finally:
+        for n in cluster.nodes:
+            if n.proc is not None:
+                n.proc.send_signal(signal.SIGCONT)
         cluster.stop()

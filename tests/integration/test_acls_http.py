@@ -45,14 +45,18 @@ def route_table():
 
 
 def parse_needs(text):
-    """[(OPERATION, TYPE, NAME)] of a needs text ("none": [])."""
+    """The requirements of a needs text ("none": []), each [(OPERATION, TYPE, NAME)] of which any one
+    is enough ("DELETE TOPIC:{topic_name} | DELETE CLUSTER:kafka-cluster")."""
     if text == "none":
         return []
     out = []
-    for part in text.split(";"):
-        op_type, name = part.strip().split(":", 1)
-        op, rtype = op_type.split(" ")
-        out.append((op, rtype, name))
+    for requirement in text.split(";"):
+        any_of = []
+        for part in requirement.split("|"):
+            op_type, name = part.strip().split(":", 1)
+            op, rtype = op_type.split(" ")
+            any_of.append((op, rtype, name))
+        out.append(any_of)
     return out
 
 
@@ -64,7 +68,7 @@ def test_every_route_declares_its_needs_and_the_openapi_says_the_same():
     for method, pattern, needs in route_table():
         documented = spec["paths"][pattern][method.lower()].get("x-acl")
         assert documented == needs, (method, pattern, documented, needs)
-        for op, rtype, name in parse_needs(needs):
+        for op, rtype, name in (need for any_of in parse_needs(needs) for need in any_of):
             assert op in ops and rtype in ("TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID"), (pattern, needs)
             assert name in ("body", "listed", "kafka-cluster") or name.strip("{}") in re.findall(r"\{(\w+)\}", pattern), \
                 (pattern, needs)
@@ -209,7 +213,7 @@ def test_every_route_refuses_without_its_acl_and_serves_with_it(secured):
         params = dict(values, **overrides.get((method, pattern), {}))
         _, named = bodies.get((method, pattern), (None, {}))
         out = []
-        for op, rtype, name in parse_needs(needs):
+        for op, rtype, name in (any_of[0] for any_of in parse_needs(needs)):   # the first of each is enough
             if name == "kafka-cluster":
                 resource = "kafka-cluster"
             elif name == "listed":
@@ -226,14 +230,14 @@ def test_every_route_refuses_without_its_acl_and_serves_with_it(secured):
     for method, pattern, needs in routes:
         r = request(method, pattern, ALICE)
         needed = parse_needs(needs)
-        if not needed or all(n == "listed" for _, _, n in needed):
+        if not needed or all(any(n == "listed" for _, _, n in any_of) for any_of in needed):
             assert not refused(r), (method, pattern, r.status_code, r.text)
             if method == "GET" and pattern in listed_name:
                 assert r.status_code == 200 and listed_name[pattern] not in r.text, (pattern, r.text)
             continue
         assert refused(r), (method, pattern, r.status_code, r.text)
         message = r.json()["message"]
-        assert "User:alice" in message and needed[0][0] in message, (pattern, message)
+        assert "User:alice" in message and needed[0][0][0] in message, (pattern, message)
     assert snapshot(b, topic, group) == before, "an unauthorized request changed something"
 
     for method, pattern, needs in routes:
@@ -829,3 +833,43 @@ def test_a_reset_without_topics_and_the_lag_history_keep_to_what_the_caller_may_
     r = requests.post(v3(b, "/consumer-groups/rs-none/offsets:reset"), json={"to": "earliest"}, auth=ADMIN)
     assert r.status_code == 404 and '"topics"' in r.json()["message"], r.text
     revoke(b, "User:alice")
+
+
+def test_a_topic_delete_and_the_group_list_take_a_grant_on_the_cluster_as_the_kafka_door_does(secured):
+    """DELETE /v3/clusters/{c}/topics/{t} takes DELETE on the cluster for every topic, as Kafka's
+    DeleteTopics does (ControllerApis.deleteTopics' hasClusterAuth) and ringlog's Kafka door now does; GET
+    /v3/clusters/{c}/consumer-groups lists every group to DESCRIBE on the cluster, as Kafka's ListGroups
+    and the Kafka door do. The route table's "either of" needs ("DELETE TOPIC:{topic_name} | DELETE
+    CLUSTER:kafka-cluster"), and a refusal names both.
+    Before: only DELETE on the topic deleted it (403 with DELETE on the cluster), and the list showed only
+    the groups with DESCRIBE on each."""
+    b = secured
+    revoke(b, "User:bob")
+    requests.post(v3(b, "/topics"), json={"topic_name": "cd-doomed", "partitions_count": 1}, auth=ADMIN)
+    r = requests.delete(v3(b, "/topics/cd-doomed"), auth=BOB)
+    assert refused(r) and "or else DELETE on the CLUSTER kafka-cluster" in r.json()["message"], r.text
+    r = requests.post(f"{b.url}/consumers/cd-group", json={"format": "binary", "name": "i1"},
+                      headers={"Content-Type": V2}, auth=ADMIN)
+    assert r.status_code == 200, r.text
+    topic_with_a_record(b, "cd-kept")
+    r = requests.post(f"{b.url}/consumers/cd-group/instances/i1/subscription", json={"topics": ["cd-kept"]},
+                      headers={"Content-Type": V2}, auth=ADMIN)
+    assert r.status_code == 204, r.text
+    requests.get(f"{b.url}/consumers/cd-group/instances/i1/records", headers={"Accept": BINARY}, auth=ADMIN,
+                 params={"timeout": 0})
+
+    def groups(who):
+        r = requests.get(v3(b, "/consumer-groups"), auth=who)
+        assert r.status_code == 200, r.text
+        return [g["consumer_group_id"] for g in r.json()["data"]]
+    wait_until(lambda: "cd-group" in groups(ADMIN), 10, "the group listed")
+    assert "cd-group" not in groups(BOB)
+    grant(b, [acl("User:bob", "CLUSTER", "kafka-cluster", "DELETE"), acl("User:bob", "CLUSTER", "kafka-cluster", "DESCRIBE")])
+    try:
+        r = wait_until(lambda: (lambda r: r if not refused(r) else None)(
+            requests.delete(v3(b, "/topics/cd-doomed"), auth=BOB)), ACL_VISIBLE_S * 5, "bob's DELETE on the cluster")
+        assert r.status_code == 204, r.text
+        wait_until(lambda: requests.get(v3(b, "/topics/cd-doomed"), auth=ADMIN).status_code == 404, 10, "the delete")
+        assert "cd-group" in groups(BOB)
+    finally:
+        revoke(b, "User:bob")

@@ -28,6 +28,7 @@ from tls_certs import Material
 
 AUTHORIZER = "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ADMIN, BOB, CAROL = ("admin", "admin-secret"), ("bob", "bob-secret"), ("carol", "carol-secret")
+DAVE = ("dave", "dave-secret")   # holds only what a test gives him
 TOPIC_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED = 29, 30
 CLUSTER_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 31, 53
 AUTHORIZATION_CODES = {29, 30, 31, 53}
@@ -36,11 +37,11 @@ NO_CHECK = {17, 18, 36}
 
 
 class AclBroker(Broker):
-    """SASL_PLAINTEXT:// with SCRAM users admin (super user), bob and carol, and the authorizer."""
+    """SASL_PLAINTEXT:// with SCRAM users admin (super user), bob, carol and dave, and the authorizer."""
 
     def __init__(self, data_dir, extra_sets=(), port=None, kafka_port=None):
         port, kafka_port = port or free_port(), kafka_port or free_port()
-        users = [f"SCRAM-SHA-512=[name={u},password={p}]" for u, p in (ADMIN, BOB, CAROL)]
+        users = [f"SCRAM-SHA-512=[name={u},password={p}]" for u, p in (ADMIN, BOB, CAROL, DAVE)]
         super().__init__(data_dir, [f"listeners=http://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{kafka_port}",
                                     "sasl.enabled.mechanisms=SCRAM-SHA-512", AUTHORIZER, "super.users=User:admin",
                                     *extra_sets],
@@ -561,6 +562,52 @@ def test_offset_fetch_refused_for_the_group_answers_30_in_every_version(acl_brok
         assert (answer["ErrorCode"], answer["Topics"]) == (GROUP_AUTHORIZATION_FAILED, []), (v, answer)
     assert [(g["GroupId"], g["ErrorCode"], g["Topics"]) for g in v8["Groups"]] == \
         [("of-g", GROUP_AUTHORIZATION_FAILED, [])], v8
+
+
+def test_delete_topics_describe_only_and_delete_on_the_cluster_answer_as_kafka_does(acl_broker):
+    """Kafka's ControllerApis.deleteTopics: a topic the principal may DESCRIBE but not DELETE answers
+    UNKNOWN_TOPIC_OR_PARTITION (3) when it does not exist and TOPIC_AUTHORIZATION_FAILED (29) when it does
+    (and stays); without DESCRIBE it is 29 either way (never revealed). DELETE on the cluster deletes every
+    topic, by name or by id, and makes every topic describable (a missing one is then 3).
+    Before: 29 for every topic without DELETE on it; DELETE on the cluster counted for nothing."""
+    b = acl_broker
+    for t in ("dd-existing", "dd-cluster-a", "dd-cluster-b"):
+        create_topic(b, t)
+    create_acls(b, allow("User:dave", ResourceType.TOPIC, "dd-missing", ACLOperation.DESCRIBE),
+                allow("User:dave", ResourceType.TOPIC, "dd-existing", ACLOperation.DESCRIBE))
+    with kafka_wire.connect(b.bootstrap) as s:
+        scram_login(s, "SCRAM-SHA-512", ADMIN)
+        named = kafka_schema.exchange(s, "Metadata", 12, 1, {"Topics": [{"Name": "dd-cluster-b"}],
+                                                             "AllowAutoTopicCreation": False})
+    cluster_b = named["Topics"][0]["TopicId"]
+    names = ["dd-missing", "dd-hidden-missing", "dd-existing", "dd-cluster-a"]
+
+    def answer(s, version, topics, correlation_id):
+        body = {"TimeoutMs": 10000, **({"Topics": topics} if version >= 6 else {"TopicNames": topics})}
+        return [(t["ErrorCode"], t["Name"]) + ((t["TopicId"],) if version >= 6 else ())
+                for t in kafka_schema.exchange(s, "DeleteTopics", version, correlation_id, body)["Responses"]]
+    with kafka_wire.connect(b.bootstrap) as s:
+        scram_login(s, "SCRAM-SHA-512", DAVE)
+        refused = [(3, "dd-missing"), (TOPIC_AUTHORIZATION_FAILED, "dd-hidden-missing"),
+                   (TOPIC_AUTHORIZATION_FAILED, "dd-existing"), (TOPIC_AUTHORIZATION_FAILED, "dd-cluster-a")]
+        got = wait_until(lambda: (lambda a: a if a == refused else None)(answer(s, 5, names, 2)), 15, "dave's ACLs")
+        assert got == refused
+    create_acls(b, allow("User:dave", ResourceType.CLUSTER, "kafka-cluster", ACLOperation.DELETE))
+    zero = str(uuid.UUID(int=0))
+    with kafka_wire.connect(b.bootstrap) as s:
+        scram_login(s, "SCRAM-SHA-512", DAVE)
+        # Nothing is deleted while the ACL is not seen yet: a missing topic dave may not describe says so.
+        probe = [{"Name": "dd-probe-missing", "TopicId": uuid.UUID(zero).bytes}]
+        wait_until(lambda: answer(s, 6, probe, 3) == [(3, "dd-probe-missing", zero)], 15, "dave's DELETE on the cluster")
+        deleted = answer(s, 6, [{"Name": "dd-cluster-a", "TopicId": uuid.UUID(zero).bytes},
+                                {"Name": None, "TopicId": uuid.UUID(cluster_b).bytes}], 4)
+    assert [(code, name) for code, name, _ in deleted] == [(0, "dd-cluster-a"), (0, "dd-cluster-b")], deleted
+    assert deleted[1][2] == cluster_b, deleted
+    with kafka_wire.connect(b.bootstrap) as s:
+        scram_login(s, "SCRAM-SHA-512", ADMIN)
+        wait_until(lambda: [t["ErrorCode"] for t in kafka_schema.exchange(s, "Metadata", 12, 5, {
+            "Topics": [{"Name": "dd-cluster-a"}, {"Name": "dd-cluster-b"}, {"Name": "dd-existing"}],
+            "AllowAutoTopicCreation": False})["Topics"]] == [3, 3, 0], 15, "both deleted, dd-existing kept")
 
 
 def test_delete_topics_by_topic_id_is_authorized_as_kafka_does(acl_broker):

@@ -23,6 +23,7 @@ from conftest import wait_until
 from test_cluster import FAILOVER_DEADLINE_S, Cluster, create_topic  # noqa: F401
 from test_cluster import cluster  # noqa: F401  (the fixture)
 from test_kafka_cluster import _coordinator_partition
+from test_pipelined_behind_watch import Reader, get, server_read_all_of
 
 V2 = "application/vnd.kafka.v2+json"
 BINARY = "application/vnd.kafka.binary.v2+json"
@@ -274,6 +275,34 @@ def test_a_poll_passed_on_for_a_client_that_left_takes_no_record(cluster):
     wait_until(lambda: not passing_on(via, cluster.node(coordinator)), 10.0,
                f"broker {via.node_id} to close the poll it passed on once its client left")
     the_rest_comes_through(other, through_other, "left", seen)
+
+
+def test_a_request_pipelined_behind_a_poll_passed_on_is_answered_after_it(cluster):
+    """A v2 poll through broker V is passed on to the coordinator; V watches its client's
+    connection meanwhile (to close the call passed on once the client leaves). That watch read
+    and dropped the bytes of a request the client pipelined behind the poll, and V closed the
+    connection after the poll's answer: the pipelined request was never answered. It is now kept
+    and answered after the poll, on the same connection."""
+    ready_cluster(cluster, "piped", partitions=1)
+    group, base_uri, coordinator = consumer_through(cluster.node(1), "piped")
+    via = next(n for n in cluster.nodes if n.node_id != coordinator)
+    instance, _, _ = subscribed_and_read_first(via, base_uri, "piped")
+    with socket.create_connection(("127.0.0.1", via.port), timeout=30) as s:
+        reader = Reader(s)
+        client_port = s.getsockname()[1]
+        s.sendall(get(f"{instance}/records?timeout=20000", via.port, BINARY))
+        wait_until(lambda: read_by_peer(via, cluster.node(coordinator)), 20.0,
+                   f"the coordinator (broker {coordinator}) to read the poll broker {via.node_id} passed on")
+        s.sendall(get("/v1/health", via.port))
+        wait_until(lambda: server_read_all_of(via.port, client_port), 10.0,
+                   f"broker {via.node_id} to read the pipelined request")
+        produce(via, "piped", ["r1"])
+        status, headers, body = reader.response()
+        assert status == 200, body
+        assert [unb64(x["value"]) for x in json.loads(body)] == ["r1"]
+        assert headers.get(SERVED_BY.lower()) == str(coordinator), headers
+        status, _, body = reader.response()
+        assert status == 200, body
 
 
 def test_a_forwarded_call_is_never_forwarded_again(cluster):

@@ -907,6 +907,47 @@ def test_delete_topics_v6_deletes_a_topic_named_by_its_id(kbroker):
     assert [(t["ErrorCode"], t["Name"]) for t in again["Responses"]] == [(100, None)], again
 
 
+def test_delete_topics_answers_a_repeated_name_or_id_once_and_deletes_nothing_of_it(kbroker):
+    """Kafka's ControllerApis.deleteTopics: a name or an id given twice in one request is INVALID_REQUEST
+    (42) "Duplicate topic name." / "Duplicate topic id.", answered once, and that topic stays; a topic given
+    by its name and also by its id is INVALID_REQUEST "The provided topic name maps to an ID that was
+    already supplied.", answered once with both, and stays; the other entries are deleted as usual. The
+    same before v6, where every entry is a name.
+    Before: the first of two entries deleted the topic (the second answered UNKNOWN_TOPIC_OR_PARTITION)."""
+    names = ("dt-dup-name", "dt-dup-id", "dt-both-ways", "dt-single", "dt-v5-dup", "dt-v5-single")
+    for name in names:
+        create(kbroker.bootstrap, name)
+    with kw.connect(kbroker.bootstrap) as s:
+        named = kafka_schema.exchange(s, "Metadata", 12, 1, {"Topics": [{"Name": n} for n in names],
+                                                             "AllowAutoTopicCreation": False})
+    ids = {t["Name"]: t["TopicId"] for t in named["Topics"]}
+    zero = str(uuid.UUID(int=0))
+    by_name = lambda n: {"Name": n, "TopicId": uuid.UUID(zero).bytes}  # noqa: E731
+    by_id = lambda n: {"Name": None, "TopicId": uuid.UUID(ids[n]).bytes}  # noqa: E731
+    with kw.connect(kbroker.bootstrap) as s:
+        v6 = kafka_schema.exchange(s, "DeleteTopics", 6, 2, {"TimeoutMs": 10000, "Topics": [
+            by_name("dt-dup-name"), by_id("dt-dup-id"), by_name("dt-both-ways"), by_id("dt-dup-id"),
+            by_name("dt-dup-name"), by_id("dt-both-ways"), by_name("dt-single")]})
+        v5 = kafka_schema.exchange(s, "DeleteTopics", 5, 3, {"TimeoutMs": 10000,
+                                                             "TopicNames": ["dt-v5-dup", "dt-v5-single", "dt-v5-dup"]})
+    assert [(t["ErrorCode"], t["Name"], t["TopicId"], t["ErrorMessage"]) for t in v6["Responses"]] == [
+        (42, "dt-dup-name", zero, "Duplicate topic name."), (42, None, ids["dt-dup-id"], "Duplicate topic id."),
+        (42, "dt-both-ways", ids["dt-both-ways"], "The provided topic name maps to an ID that was already supplied."),
+        (0, "dt-single", ids["dt-single"], None)], v6
+    assert [(t["ErrorCode"], t["Name"], t["ErrorMessage"]) for t in v5["Responses"]] == [
+        (42, "dt-v5-dup", "Duplicate topic name."), (0, "dt-v5-single", None)], v5
+
+    def metadata_errors():
+        with kw.connect(kbroker.bootstrap) as s:
+            answer = kafka_schema.exchange(s, "Metadata", 12, 4, {"Topics": [{"Name": n} for n in names],
+                                                                  "AllowAutoTopicCreation": False})
+        return {t["Name"]: t["ErrorCode"] for t in answer["Topics"]}
+    wait_until(lambda: metadata_errors()["dt-single"] == 3 and metadata_errors()["dt-v5-single"] == 3, 15,
+               "the entries named once deleted")
+    assert metadata_errors() == {"dt-dup-name": 0, "dt-dup-id": 0, "dt-both-ways": 0, "dt-single": 3,
+                                 "dt-v5-dup": 0, "dt-v5-single": 3}
+
+
 def test_metadata_v10_v11_refuse_topic_ids_and_null_names(kbroker):
     """Metadata v10-11 carry a topic id field but take no ids, and their topic names are not null:
     Kafka's KafkaApis.handleTopicMetadataRequest refuses a request naming a topic either way, and

@@ -11,7 +11,6 @@ import random
 import signal
 import socket
 import ssl
-import struct
 import subprocess
 import time
 
@@ -19,7 +18,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka import KafkaConsumer, KafkaProducer
 
-from conftest import Broker, binary_path, free_port, send_until_closed, wait_until
+from conftest import (Broker, binary_path, free_port, read_kafka_answer, read_to_close_notify, send_until_closed,
+                      strict_tls_connections, wait_until)
 from tls_certs import Material
 
 
@@ -431,28 +431,15 @@ def test_a_controlled_shutdown_ends_tls_connections_with_close_notify(ringlog_bi
     b.start()
     context = ssl.create_default_context(cafile=certs.ca_file)
     context.check_hostname = False
-    context.options &= ~ssl.OP_IGNORE_UNEXPECTED_EOF   # Python 3.10+ sets it: an EOF without close_notify is an error here
     clients = []
     try:
-        for _ in range(3):
-            raw = socket.create_connection(("127.0.0.1", ssl_port), timeout=10)
-            # suppress_ragged_eofs=False: a TCP close without close_notify raises SSLEOFError.
-            tls = context.wrap_socket(raw, server_hostname="localhost", suppress_ragged_eofs=False)
-            tls.do_handshake()
-            clients.append(tls)
+        clients = strict_tls_connections(context, ssl_port, 3)
         # Every connection is served (ApiVersions v0 answered) before the stop.
         for tls in clients:
             tls.sendall(bytes.fromhex("0000000d00120000000000010003616263"))
-            answer = b""
-            while len(answer) < 4 or len(answer) < 4 + struct.unpack(">i", answer[:4])[0]:
-                chunk = tls.recv(65536)
-                assert chunk, answer
-                answer += chunk
+            read_kafka_answer(tls)
         b.proc.send_signal(signal.SIGTERM)
-        for tls in clients:
-            tls.settimeout(10)
-            while tls.recv(65536):   # raises SSLEOFError on a TCP close without close_notify
-                pass
+        read_to_close_notify(clients)
     finally:
         for tls in clients:
             tls.close()

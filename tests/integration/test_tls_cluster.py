@@ -3,15 +3,15 @@ CLUSTER:SSL replicate over mutual TLS (votes, registrations, replica fetches), a
 a process without a certificate the cluster's CA signed, cannot reach a handler: no
 certificate, a stranger CA's certificate, plaintext frames. Certificates come from tls_certs.py.
 """
+import signal
 import socket
 import ssl
-import struct
 
 import pytest
 import requests
 
 import kafka_wire
-from conftest import send_until_closed, wait_until
+from conftest import read_kafka_answer, read_to_close_notify, send_until_closed, strict_tls_connections, wait_until
 from test_cluster import FAILOVER_DEADLINE_S, Cluster
 from test_replication import isr_of, leader_of, produce, read_all
 from tls_certs import Material
@@ -165,4 +165,33 @@ def test_a_joining_node_refused_for_lack_of_cluster_action_says_so(ringlog_bin, 
     finally:
         if newcomer is not None and newcomer.proc is not None:
             newcomer.stop()
+        c.stop()
+
+
+def test_a_controlled_shutdown_ends_tls_cluster_connections_with_close_notify(ringlog_bin, tmp_path):
+    """As the Kafka listeners do since session 39: on SIGTERM a connection of the TLS cluster
+    listener was cut without TLS's close_notify, so its peer saw "unexpected eof while reading"
+    instead of an orderly end."""
+    certs = Material(tmp_path / "certs")
+    c = Cluster(tmp_path, size=1, extra_sets=["listener.security.protocol.map=CLUSTER:SSL",
+                                              f"ssl.keystore.location={certs.broker_pem}",
+                                              f"ssl.truststore.location={certs.ca_file}"])
+    c.start()
+    node = c.node(1)
+    ctx = ssl.create_default_context(cafile=certs.ca_file)
+    ctx.check_hostname = False
+    ctx.load_cert_chain(certs.alice_crt, certs.alice_key)   # signed by the cluster's CA; no authorizer
+    peers = []
+    try:
+        peers = strict_tls_connections(ctx, node.cluster_port, 3, server_hostname="127.0.0.1")
+        for correlation_id, tls in enumerate(peers):
+            # ApiVersions v0 under a node's client id, answered: the connection is served.
+            tls.sendall(kafka_wire.frame(18, 0, correlation_id, b"", client_id="ringlog-node-2"))
+            read_kafka_answer(tls)
+        node.proc.send_signal(signal.SIGTERM)
+        read_to_close_notify(peers)
+        assert node.proc.wait(30) == 0
+    finally:
+        for tls in peers:
+            tls.close()
         c.stop()

@@ -7,6 +7,7 @@ import asyncio
 import base64
 import json
 import os
+import signal
 import socket
 import ssl
 import subprocess
@@ -15,7 +16,7 @@ import pytest
 import requests
 import websockets
 
-from conftest import Broker, binary_path, free_port, wait_until
+from conftest import Broker, binary_path, free_port, read_to_close_notify, strict_tls_connections, wait_until
 from tls_certs import Material
 
 JSONV2 = "application/vnd.kafka.json.v2+json"
@@ -163,3 +164,44 @@ def test_links_on_the_https_listener_say_https_and_the_plain_one_http(https_brok
     assert json.loads(r.stdout)["data"][0]["metadata"]["self"].startswith("https://"), r.stdout
     r = curl(f"{https_broker.url}/v3/clusters")
     assert json.loads(r.stdout)["data"][0]["metadata"]["self"].startswith("http://"), r.stdout
+
+
+def read_http_answer(tls):
+    """One HTTP/1.1 answer with a Content-Length, read from `tls`."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = tls.recv(65536)
+        assert chunk, data
+        data += chunk
+    head, body = data.split(b"\r\n\r\n", 1)
+    length = int(next(l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")))
+    while len(body) < length:
+        chunk = tls.recv(65536)
+        assert chunk, data
+        body += chunk
+    return head
+
+
+def test_a_controlled_shutdown_ends_https_connections_with_close_notify(ringlog_bin, certs, tmp_path):
+    """As the Kafka listeners do since session 39: on SIGTERM an https:// connection was cut
+    without TLS's close_notify (the HTTP server's drain closed it under the TLS tunnel), which a
+    strict TLS client reports as a truncation attack ("unexpected eof while reading")."""
+    http, https = free_port(), free_port()
+    b = Broker(tmp_path / "data", port=http, extra_sets=[
+        f"listeners=http://127.0.0.1:{http},https://127.0.0.1:{https}", f"ssl.keystore.location={certs.broker_pem}"])
+    b.start()
+    context = ssl.create_default_context(cafile=certs.ca_file)
+    context.check_hostname = False
+    clients = []
+    try:
+        clients = strict_tls_connections(context, https, 3)
+        # Every connection is served (a keep-alive request answered) before the stop.
+        for tls in clients:
+            tls.sendall(b"GET /v1/health HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            assert read_http_answer(tls).startswith(b"HTTP/1.1 200"), tls
+        b.proc.send_signal(signal.SIGTERM)
+        read_to_close_notify(clients)
+    finally:
+        for tls in clients:
+            tls.close()
+        assert b.stop() == 0

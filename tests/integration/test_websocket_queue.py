@@ -60,6 +60,17 @@ def never_reading_session(port):
     return s
 
 
+def subscribed_never_reading(port, subscription_id, topic, credit_records):
+    """A never_reading_session (blocking) subscribed to `topic` from the earliest offset with
+    credit for `credit_records` records: the broker fills its socket and its queue."""
+    s = never_reading_session(port)
+    s.setblocking(True)
+    s.sendall(masked_frame(json.dumps({"type": "subscribe", "id": subscription_id, "topic": topic,
+                                       "position": "earliest"})))
+    s.sendall(masked_frame(json.dumps({"type": "credit", "records": credit_records})))
+    return s
+
+
 def test_sessions_that_never_read_hold_about_the_low_water_mark_each(broker):
     pid = broker.proc.pid
     # An invalid topic name: each message is answered at once with an error echoing the id.
@@ -139,12 +150,7 @@ def test_a_subscriber_that_reads_is_served_while_others_hold_the_queues_total(fr
     slow = []
     try:
         for i in range(SLOW_SUBSCRIBERS):
-            s = never_reading_session(b.port)
-            s.setblocking(True)
-            s.sendall(masked_frame(json.dumps({"type": "subscribe", "id": i, "topic": topic_name,
-                                               "position": "earliest"})))
-            s.sendall(masked_frame(json.dumps({"type": "credit", "records": 1000})))
-            slow.append(s)
+            slow.append(subscribed_never_reading(b.port, i, topic_name, 1000))
         # The slow sessions queued their answers: the total is passed.
         wait_until(lambda: rss_mib(b.proc.pid) - before >= QUEUES_TOTAL_MIB, 20,
                    f"{SLOW_SUBSCRIBERS} sessions queueing a {BIG_RECORD_BYTES}-byte record each")

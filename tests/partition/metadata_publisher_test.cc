@@ -104,6 +104,38 @@ TEST_CASE("the publisher applies, publishes and answers entries over a view that
   REQUIRE(orders != nullptr);
   CHECK(orders->partitions_count() == 1);
 
+  SUBCASE("a reader waits until an entry is applied here, bounded, and takes no writer's failure") {
+    // Read-your-writes of a peer's image (broker::await_metadata_applied): offset 0 is applied.
+    std::vector<std::pair<int64_t, bool>> heard;
+    const auto await_through = [&](int64_t offset, int64_t timeout_ms) {
+      runtime.post(controller_shard, [&, offset, timeout_ms] {
+        publisher.apply_queue().await_applied_through(offset, timeout_ms,
+                                                      [&, offset](bool applied) { heard.emplace_back(offset, applied); });
+      });
+      runtime.wait_idle();
+    };
+    await_through(0, 100);
+    CHECK(heard == std::vector<std::pair<int64_t, bool>>{{0, true}});
+    await_through(1, 100);   // not applied yet: waits
+    await_through(5, 100);   // never comes within its bound
+    CHECK(heard.size() == 1);
+    host.records.clear();   // an entry that changes nothing (the topic exists already)
+    CHECK(apply_one(runtime, publisher, 1).ok());
+    CHECK(heard == std::vector<std::pair<int64_t, bool>>{{0, true}, {1, true}});
+    runtime.advance_ms(99);
+    runtime.wait_idle();
+    CHECK(heard.size() == 2);
+    runtime.advance_ms(1);
+    runtime.wait_idle();
+    CHECK(heard == std::vector<std::pair<int64_t, bool>>{{0, true}, {1, true}, {5, false}});
+    // A refused entry: a reader waiting for it is released, and its writer still hears why.
+    host.refuse = true;
+    await_through(2, 100);
+    auto refused = apply_one(runtime, publisher, 2);
+    CHECK_FALSE(refused.ok());
+    CHECK(heard.back() == std::pair<int64_t, bool>{2, true});
+  }
+
   SUBCASE("a record the host cannot read refuses the whole entry, naming its offset") {
     host.refuse = true;
     auto refused = apply_one(runtime, publisher, 1);

@@ -384,6 +384,15 @@ class broker {
   /// answer). The HTTP routes that name a topic this node does not know pass it first, so a topic
   /// created a moment ago through another node is described and served here too.
   virtual void await_metadata_barrier(std::function<void()> then) = 0;
+  /// The __cluster_metadata offset the calling thread's image has applied (its shard's view; the
+  /// offset of the last entry with records in it, -1 before any). A call this node passes on to a
+  /// peer carries it, so the peer authorizes it against an image at least as new as the one this
+  /// node answered the caller's earlier calls from (read-your-writes across nodes).
+  [[nodiscard]] virtual int64_t applied_metadata_offset() const = 0;
+  /// Runs `then(true)` (on the controller shard) once this node has applied every metadata entry
+  /// up to `offset` (inclusive) and published it to every shard, at once when it has; or
+  /// `then(false)` after `timeout_ms` (ms) when it has not by then.
+  virtual void await_metadata_applied(int64_t offset, int64_t timeout_ms, std::function<void(bool applied)> then) = 0;
   /// The broker that coordinates `group_id` now: the leader of its __consumer_offsets partition
   /// (-1: none now, or the topic does not exist yet). Kafka clients find it with FindCoordinator.
   [[nodiscard]] virtual int32_t group_coordinator_id(const std::string& group_id) const = 0;

@@ -153,4 +153,43 @@ inline bool may_init_idempotent_producer(const security_api& security, const sec
   return false;
 }
 
+/// What `principal` (from `host`) may see and do when it asks to delete topic `topic`, the one
+/// rule of every door (Kafka's ControllerApis.deleteTopics): DELETE on the cluster lets it
+/// describe and delete every topic (hasClusterAuth); else DESCRIBE and DELETE on the topic itself
+/// (DELETE implies DESCRIBE: security/acl.h). Everything without an authorizer. A door answers
+/// TOPIC_AUTHORIZATION_FAILED (403) for a topic it may not describe, UNKNOWN_TOPIC_OR_PARTITION
+/// (404) for a missing one it may describe, then TOPIC_AUTHORIZATION_FAILED for one it may not
+/// delete. Logs nothing: a door that refuses logs its refusal as it logs others.
+struct topic_deletion_rights {
+  bool describe = false;
+  bool delete_ = false;
+};
+
+inline topic_deletion_rights topic_deletion_rights_of(const security_api& security,
+                                                      const security::kafka_principal& principal,
+                                                      std::string_view host, std::string_view topic) {
+  auto allowed = [&](security::resource_type resource, std::string_view name, security::acl_operation operation) {
+    return security.authorize(principal, host, security::acl_action{resource, name, operation}).allowed();
+  };
+  if (allowed(security::resource_type::cluster, security::cluster_resource_name, security::acl_operation::delete_)) {
+    return {true, true};
+  }
+  return {allowed(security::resource_type::topic, topic, security::acl_operation::describe),
+          allowed(security::resource_type::topic, topic, security::acl_operation::delete_)};
+}
+
+/// May `principal` (from `host`) create topic `topic`? CREATE on the cluster allows every topic,
+/// else CREATE on the topic itself (Kafka's ControllerApis.createTopics and its auto-creation on
+/// Metadata and produce). The one rule of CreateTopics, Metadata, POST /v3/.../topics and the
+/// copies of nacks and redrives. Always yes without an authorizer; logs nothing.
+inline bool may_create_topic(const security_api& security, const security::kafka_principal& principal,
+                             std::string_view host, std::string_view topic) {
+  auto allowed = [&](security::resource_type resource, std::string_view name) {
+    return security.authorize(principal, host, security::acl_action{resource, name, security::acl_operation::create})
+        .allowed();
+  };
+  return allowed(security::resource_type::cluster, security::cluster_resource_name) ||
+         allowed(security::resource_type::topic, topic);
+}
+
 }  // namespace ringlog::broker

@@ -24,6 +24,21 @@ using error = base::error<errc>;
 template <typename T>
 using result = base::result<T, error>;
 
+/// socket.send.buffer.bytes and socket.receive.buffer.bytes: SO_SNDBUF and SO_RCVBUF of accepted
+/// sockets, bytes. Kafka's defaults (102400): Linux doubles the value for its bookkeeping, so a
+/// connection holds at most about 200 KiB of unsent answer in the kernel instead of autotuning's
+/// 4 MiB (tcp_wmem's maximum). Session 39: 300 WebSocket subscribers that never read held 1.12 GB
+/// of Send-Q, near the host's TCP memory pressure threshold; with these, 300 hold about 60 MB.
+inline constexpr int32_t socket_send_buffer_bytes_default = 102400;
+inline constexpr int32_t socket_receive_buffer_bytes_default = 102400;
+/// Both keys: -1 (the OS default, autotuned) or [socket_buffer_bytes_min, socket_buffer_bytes_max].
+/// The minimum, a page: smaller values buy nothing (doubled, they fall under or near the kernel's
+/// floor, SOCK_MIN_SNDBUF, about 4.5 KiB). The kernel also caps a value at net.core.wmem_max /
+/// rmem_max (212992 on a stock kernel), so larger ones need the sysctl raised; the listener warns
+/// when capped.
+inline constexpr int64_t socket_buffer_bytes_min = 4096;
+inline constexpr int64_t socket_buffer_bytes_max = 1LL << 30;
+
 /// Key -> value in the order read; a later assignment of a key replaces the earlier one.
 using properties = std::map<std::string, std::string>;
 
@@ -183,6 +198,12 @@ struct server_config {
   int32_t quota_window_num = 11;                        // quota.window.num: samples
   int32_t quota_window_size_seconds = 1;                // quota.window.size.seconds: each sample's span
   int32_t socket_request_max_bytes = 104857600;         // socket.request.max.bytes (Kafka's default)
+  /// socket.send.buffer.bytes / socket.receive.buffer.bytes (Kafka's keys): SO_SNDBUF / SO_RCVBUF
+  /// of every socket the http, https and Kafka listeners accept, bytes; -1 = the OS default (Linux
+  /// grows it with the connection, up to net.ipv4.tcp_wmem / tcp_rmem's maximum, 4 MiB / 6 MiB).
+  /// The defaults and bounds are above (socket_send_buffer_bytes_default), with why.
+  int32_t socket_send_buffer_bytes = socket_send_buffer_bytes_default;
+  int32_t socket_receive_buffer_bytes = socket_receive_buffer_bytes_default;
   /// queued.max.request.bytes: request frames being read or handled, every Kafka listener
   /// together (Kafka's memory pool, KIP-72). Kafka's default -1 is unbounded; 512 MiB holds five
   /// frames of the largest socket.request.max.bytes at once and bounds what slow senders of large

@@ -12,6 +12,7 @@
 #include "ringlog/base/result.h"
 #include "ringlog/broker/broker.h"
 #include "ringlog/runtime/connection_limits.h"
+#include "ringlog/runtime/socket_buffer_sizes.h"
 #include "ringlog/runtime/shard_threads.h"
 #include "ringlog/runtime/tls.h"
 #include "ringlog/gateway/http_auth_options.h"
@@ -44,6 +45,7 @@ struct server_options {
   /// and ip connection_creation_rate quotas for connections accepted here (listener "HTTP", as
   /// runtime/acceptor.h applies them to every listener); nullptr = http.connections.max only.
   std::shared_ptr<runtime::connection_limits> connection_limits;
+  runtime::socket_buffer_sizes socket_buffers;   // socket.send/receive.buffer.bytes of http:// connections
   /// http.cors.allowed.origins: browser origins the REST routes answer with CORS headers and the
   /// WebSocket upgrade accepts (others get 403); "*" allows any.
   std::vector<std::string> cors_allowed_origins = {"*"};

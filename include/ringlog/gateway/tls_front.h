@@ -18,6 +18,7 @@
 #include "ringlog/gateway/http_server.h"
 #include "ringlog/runtime/shard_threads.h"
 #include "ringlog/runtime/connection_limits.h"
+#include "ringlog/runtime/socket_buffer_sizes.h"
 #include "ringlog/runtime/tls.h"
 
 namespace ringlog::gateway {
@@ -37,6 +38,7 @@ struct tls_front_options {
   int64_t authentication_timeout_ms = 10000;
   /// max.connections, max.connections.per.ip, max.connection.creation.rate; nullptr = unlimited.
   std::shared_ptr<runtime::connection_limits> limits;
+  runtime::socket_buffer_sizes socket_buffers;   // socket.send/receive.buffer.bytes
 };
 
 class tls_front {

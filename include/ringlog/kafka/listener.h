@@ -38,6 +38,7 @@
 #include "ringlog/kafka/request_handler.h"
 #include "ringlog/runtime/shard_threads.h"
 #include "ringlog/runtime/connection_limits.h"
+#include "ringlog/runtime/socket_buffer_sizes.h"
 #include "ringlog/runtime/request_memory_pool.h"
 #include "ringlog/runtime/tls.h"
 #include "ringlog/security/jwt.h"
@@ -54,11 +55,6 @@ inline constexpr size_t connection_in_flight_requests_max = 32;
 /// which reading pauses: 64 MiB (one default fetch.response.bytes.max). One request is always
 /// admitted, so the most a connection holds is this plus one frame of socket.request.max.bytes.
 inline constexpr size_t connection_held_bytes_max = 64ULL * 1024 * 1024;
-/// At a controlled shutdown (listener::stop) a TLS connection sends TLS's close_notify and waits
-/// this long for the client's before the TCP close, so clients (librdkafka) see an orderly end
-/// instead of "unexpected eof while reading". A client answers within a round trip; 500 ms
-/// bounds what a silent one adds to the stop (the shards' connections wait in parallel).
-inline constexpr int64_t tls_close_notify_timeout_ms = 500;
 /// Bytes one connection sends by sendfile before it lets the shard's other connections run
 /// (a Fetch answer of up to fetch.response.bytes.max to a fast local reader would otherwise hold
 /// the shard for the whole answer): 4 MiB, a few milliseconds at page-cache speed.
@@ -102,6 +98,7 @@ struct listener_options {
   /// max.connections, max.connections.per.ip, max.connection.creation.rate (runtime/connection_limits.h);
   /// nullptr = unlimited.
   std::shared_ptr<runtime::connection_limits> limits;
+  runtime::socket_buffer_sizes socket_buffers;   // socket.send/receive.buffer.bytes
   /// queued.max.request.bytes: one pool shared by every Kafka listener; nullptr = no bound.
   std::shared_ptr<runtime::request_memory_pool> request_pool;
 };

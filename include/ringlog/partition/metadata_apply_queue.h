@@ -36,6 +36,11 @@ class metadata_apply_queue {
   /// another entry's waiters), the job's error for the waiters of its own offset, the reason
   /// entry_failed gave, or request_timed_out after metadata_write_timeout_ms.
   void await_applied(int64_t offset, std::function<void(result<void>)> done);
+  /// A reader's wait (read-your-writes of a peer's image, broker::await_metadata_applied):
+  /// `done(true)` once every entry up to `offset` (inclusive) is applied here (or the entry at
+  /// `offset` failed, which it does on every node: it never will be), `done(false)` after
+  /// `timeout_ms`. Unlike await_applied it takes no entry's failure: that stays for its writer.
+  void await_applied_through(int64_t offset, int64_t timeout_ms, std::function<void(bool applied)> done);
   /// The entry at `offset` did not apply (a refused write, the same on every node): its waiters
   /// get `why`, or the first to come does (at most entry_failures_max kept, oldest dropped).
   void entry_failed(int64_t offset, error why);
@@ -48,10 +53,15 @@ class metadata_apply_queue {
   struct waiter {
     uint64_t id = 0;
     std::function<void(result<void>)> done;
+    std::function<void()> timed_out;   // unset: done hears request_timed_out
   };
   void run_next();
   /// The job of `offset` ended with `outcome`: its waiters and every earlier one are answered.
   void finish(int64_t offset, result<void> outcome);
+  struct waiter;
+  /// Adds `w` as a waiter of `offset`; after `timeout_ms`, if still waiting, it hears
+  /// `timed_out()`, or without one request_timed_out through `done`.
+  void add_waiter(int64_t offset, waiter w, int64_t timeout_ms);
 
   runtime::shard_runtime& runtime_;
   const size_t shard_;

@@ -91,8 +91,10 @@ class server {
   void set_peer_check(peer_check refusal);
   /// Starts accepting (on the shard's thread).
   void start();
-  /// Closes the listener and every connection; returns once done (runs inline when called on
-  /// the shard's thread, else waits for it; the runtime must be running). Idempotent.
+  /// Closes the listener and every connection, TLS ones with close_notify first (bounded by
+  /// runtime::constants::tls_close_notify_timeout_ms); returns once done (runs inline when called
+  /// on the shard's thread, without waiting for the close_notify exchanges; else waits for them;
+  /// the runtime must be running). Idempotent.
   void stop();
   /// The bound port.
   [[nodiscard]] uint16_t port() const;

@@ -5,6 +5,8 @@
 //   - binds host:port (or adopts a socket serve bound earlier) and listens;
 //   - accepts on one shard and hands each connection to a shard (round robin, or a fixed one),
 //     on that shard's thread, with its socket on that shard's executor;
+//   - sets SO_SNDBUF / SO_RCVBUF from socket_buffer_sizes (a listener warns once when the kernel
+//     capped them at net.core.wmem_max / rmem_max);
 //   - admits it through connection_limits (connection_limits.h; refused ones are closed here,
 //     those over max.connection.creation.rate after being held for the delay the rate asks);
 //   - out of descriptors or socket memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) it pauses
@@ -21,6 +23,7 @@
 #include "ringlog/base/result.h"
 #include "ringlog/runtime/asio_context.h"
 #include "ringlog/runtime/connection_limits.h"
+#include "ringlog/runtime/socket_buffer_sizes.h"
 
 namespace ringlog::runtime {
 
@@ -47,6 +50,7 @@ struct acceptor_options {
   std::optional<size_t> serve_shard;
   /// Admission; nullptr = none (unit tests).
   std::shared_ptr<connection_limits> limits;
+  socket_buffer_sizes buffers;   // -1, -1: the OS defaults (unit tests, the cluster listener)
 };
 
 /// Runs on `shard`'s thread with `socket` on its executor; `slot` holds the connection's place in

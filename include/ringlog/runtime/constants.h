@@ -30,4 +30,11 @@ inline constexpr int64_t tls_handshake_warning_interval_ms = 10'000;
 /// refusing its leader's records on every retry (100 lines in 10 s).
 inline constexpr int64_t repeated_warning_interval_ms = 10'000;
 
+/// At a controlled shutdown a TLS connection (the Kafka listeners', https://'s, the cluster
+/// listener's) sends TLS's close_notify and waits this long for the peer's before the TCP close,
+/// so clients (librdkafka, curl, a peer broker) see an orderly end instead of "unexpected eof
+/// while reading". A client answers within a round trip; 500 ms bounds what a silent one adds to
+/// the stop (the connections wait in parallel).
+inline constexpr int64_t tls_close_notify_timeout_ms = 500;
+
 }  // namespace ringlog::runtime::constants
