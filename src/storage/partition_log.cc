@@ -88,19 +88,27 @@ std::string cut_segment_warning(const segment& seg, uint64_t bytes, model::offse
               : " (a write torn by the crash)");
 }
 
-/// The warning when recovery ends the log at `log_end`, below what the checkpoints said was
-/// there (`recovery_point` fsynced, `high_watermark` acknowledged), or nullopt when it does not.
-/// Fires for every way records go (a cut inside a batch, a file cut at a batch boundary or to
-/// nothing, a missing segment): the breaker of session 40 lost 600 records silently so.
+/// The warning when recovery ends the log at `log_end`, below the checkpointed `recovery_point`
+/// (every record below it was fdatasynced here), or nullopt when it does not. Fires for every
+/// way records go (a cut inside a batch, a file cut at a batch boundary or to nothing, a missing
+/// segment): the breaker of session 40 lost 600 records silently so. Only the recovery point
+/// counts: records above it were never durable here (a crash may take them, as the flush policy
+/// allows), while a checkpointed high watermark can stand above the log end a follower truncated
+/// to when it crashed before its next checkpoint; `high_watermark` only says how many of the lost
+/// records had been acknowledged.
 std::optional<std::string> lost_below_checkpoints_warning(model::offset log_end, model::offset recovery_point,
                                                           model::offset high_watermark) {
-  const model::offset known = std::max(recovery_point, high_watermark);
-  if (log_end >= known) return std::nullopt;
+  if (log_end >= recovery_point) return std::nullopt;
+  const model::offset acknowledged_end = std::min(recovery_point, high_watermark);
+  const std::string acknowledged =
+      log_end < acknowledged_end ? "records [" + std::to_string(log_end.value()) + ", " +
+                                       std::to_string(acknowledged_end.value()) +
+                                       ") were below the high watermark: acknowledged records were lost here"
+                                 : "none was below the high watermark " + std::to_string(high_watermark.value());
   return "recovery ends the log at offset " + std::to_string(log_end.value()) + ", below the recovery point " +
-         std::to_string(recovery_point.value()) + " and high watermark " + std::to_string(high_watermark.value()) +
-         " of its checkpoints: records [" + std::to_string(log_end.value()) + ", " + std::to_string(known.value()) +
-         ") were on disk and are gone (damaged on disk: acknowledged records were lost here; a replica fetches "
-         "them again)";
+         std::to_string(recovery_point.value()) + " of its checkpoints: records [" + std::to_string(log_end.value()) +
+         ", " + std::to_string(recovery_point.value()) + ") were fdatasynced here and are gone (damaged on disk; " +
+         acknowledged + "; a replica fetches them again)";
 }
 
 /// The checkpoints a log reads at open. `epochs` is nullopt when leader-epoch-checkpoint did not

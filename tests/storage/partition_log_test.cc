@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "ringlog/io/sim_file_system.h"
 #include "test_util.h"
@@ -194,6 +196,30 @@ TEST_CASE("recovery that ends below the checkpointed recovery point says so, how
     REQUIRE(log.ok());
     CHECK(log.value()->log_end_offset().value() == 200);
     CHECK_FALSE(has_lost_line(*log.value()));
+  }
+  SUBCASE("cut above the recovery point, below the high watermark: records never durable here, no loss claimed") {
+    // A crash before the flush (or a follower's truncation before its next checkpoint) leaves a
+    // checkpointed high watermark above what this replica made durable: no damage to report.
+    const std::string rp = path + "/recovery-point-offset-checkpoint";
+    std::string text;
+    {
+      std::ifstream in(rp);
+      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    const auto at = text.rfind(" 200");
+    REQUIRE(at != std::string::npos);
+    text.replace(at, 4, " 100");
+    std::ofstream(rp, std::ios::trunc) << text;
+    std::filesystem::remove(path + "/clean-shutdown");
+    const uint64_t batch_bytes = make_batch(4, 0, t0).size();
+    std::filesystem::resize_file(active, size - batch_bytes);
+    auto log = partition_log::open(*fs, path, small_segments(), clock);
+    REQUIRE(log.ok());
+    CHECK(log.value()->log_end_offset().value() == 196);
+    for (const auto& w : log.value()->last_recovery().warnings) {
+      CHECK(w.find("were fdatasynced here and are gone") == std::string::npos);
+      CHECK(w.find("were on disk and are gone") == std::string::npos);   // the old claim
+    }
   }
 }
 
