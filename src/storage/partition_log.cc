@@ -811,13 +811,27 @@ result<model::offset> partition_log::walk_batches(model::offset start, size_t ma
   --it;
   auto located = it->second->find_batch(start);
   if (!located.ok()) return located.error();
+  if (!located.value() && start < it->second->next_offset()) {
+    // The segment holds `start` but its batches end before it: a damaged length cut the scan.
+    return error{errc::corrupt_message, "segment " + segment_file_stem(it->first) + ".log of " + directory_ +
+                                            ": a batch before offset " + std::to_string(start.value()) +
+                                            " runs past the segment's end (" +
+                                            std::to_string(it->second->size_bytes()) + " bytes)"};
+  }
   std::optional<located_batch> batch = located.value();
   size_t taken_bytes = 0;
+  // Stored damage met after the first batch (a header that does not decode, a batch running past
+  // its segment's end) ends the read there: the batches before it are answered, as Kafka sends
+  // the bytes before it, and the read that starts at it fails naming where. Nothing is changed.
+  auto damaged = [&](const error& e) -> result<model::offset> {
+    if (taken_bytes > 0) return next_offset;
+    return e;
+  };
   while (true) {
     while (!batch) {
       if (++it == segments_.end()) return next_offset;
       auto first = it->second->header_at(model::file_position{0});
-      if (!first.ok()) return first.error();
+      if (!first.ok()) return damaged(first.error());
       batch = first.value();
     }
     const auto& h = batch->header;
@@ -826,8 +840,17 @@ result<model::offset> partition_log::walk_batches(model::offset start, size_t ma
     RINGLOG_TRY(take(*it->second, *batch));
     taken_bytes += h.size_bytes();
     next_offset = h.last_offset() + 1;
-    auto next = it->second->header_at(model::file_position{batch->position.value() + h.size_bytes()});
-    if (!next.ok()) return next.error();
+    const uint64_t after = batch->position.value() + h.size_bytes();
+    auto next = it->second->header_at(model::file_position{after});
+    if (!next.ok()) return damaged(next.error());
+    if (!next.value() && after != it->second->size_bytes()) {
+      // Recovery left every segment ending at a whole batch: a shorter rest is a damaged length.
+      return damaged(error{errc::corrupt_message, "segment " + segment_file_stem(it->first) + ".log of " + directory_ +
+                                                      " at file position " + std::to_string(after) +
+                                                      ": the batch after offset " + std::to_string(h.last_offset().value()) +
+                                                      " runs past the segment's end (" +
+                                                      std::to_string(it->second->size_bytes()) + " bytes)"});
+    }
     batch = next.value();
   }
   return next_offset;

@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "ringlog/io/sim_file_system.h"
+#include "segment.h"
 #include "test_util.h"
 
 using namespace ringlog;
@@ -300,6 +301,66 @@ TEST_CASE("bad batches are refused and nothing stored changes") {
   CHECK(big.error().message.find("max.message.bytes") != std::string::npos);
   CHECK(l.log_end_offset().value() == 1);
   CHECK(l.size_bytes() == make_batch(1, 1, t0).size());
+}
+
+TEST_CASE("a read ends before a damaged stored batch; a read at it fails naming where; nothing changes") {
+  // The breaker of session 40: a damaged batch_length in a sealed segment failed every read
+  // through it, from offset 0 too, instead of answering the batches before it (as Kafka does).
+  test::temp_dir dir;
+  auto fs = io::make_posix_file_system();
+  base::manual_clock clock(t0);
+  auto log = partition_log::open(*fs, dir.path() + "/d-0", small_segments(), clock);
+  REQUIRE(log.ok());
+  auto& l = *log.value();
+  for (int b = 0; b < 100; ++b) REQUIRE(l.append(make_batch(2, b, t0), model::leader_epoch{0}).ok());
+  REQUIRE(l.flush().ok());
+  const auto segs = l.segments();
+  REQUIRE(segs.size() >= 3);
+  const int64_t end = l.log_end_offset().value();
+  const uint64_t batch_bytes = make_batch(2, 0, t0).size();
+  auto damage = [&](const segment_info& seg, uint64_t position, std::array<std::byte, 4> length) {
+    auto f = fs->open(dir.path() + "/d-0/" + segment_file_stem(seg.base_offset) + ".log", io::open_mode::read_write);
+    REQUIRE(f.ok());
+    REQUIRE(f.value()->write_at(model::file_position{position + 8}, length).ok());
+  };
+  auto contiguous_from_zero = [](const read_result& r) {
+    int64_t expect = 0;
+    for (const auto& rec : records_of(r, model::offset{0})) {
+      if (rec.record_offset.value() != expect++) return false;
+    }
+    return expect == r.next_offset.value();
+  };
+  SUBCASE("a batch_length that does not decode, first batch of a sealed segment") {
+    damage(segs[1], 0, {std::byte{0xff}, std::byte{0xff}, std::byte{0xff}, std::byte{0xff}});
+    const int64_t at = segs[1].base_offset.value();
+    auto before = l.read(model::offset{0}, 1 << 20, model::offset{end});
+    REQUIRE(before.ok());
+    CHECK(before->next_offset.value() == at);
+    CHECK(contiguous_from_zero(before.value()));
+    auto ranges = l.read_file_ranges(model::offset{0}, 1 << 20, model::offset{end});
+    REQUIRE(ranges.ok());
+    CHECK(ranges->next_offset.value() == at);
+    auto at_damage = l.read(model::offset{at}, 1 << 20, model::offset{end});
+    REQUIRE(!at_damage.ok());
+    CHECK(at_damage.error().code == errc::corrupt_message);
+    CHECK(at_damage.error().message.find("file position 0") != std::string::npos);
+  }
+  SUBCASE("a batch_length past the segment's end, inside a sealed segment") {
+    damage(segs[0], 5 * batch_bytes, {std::byte{0}, std::byte{1}, std::byte{0}, std::byte{0}});  // 65536
+    auto before = l.read(model::offset{0}, 1 << 20, model::offset{end});
+    REQUIRE(before.ok());
+    CHECK(before->next_offset.value() == 10);   // never past the damage into the next segment
+    CHECK(contiguous_from_zero(before.value()));
+    auto at_damage = l.read(model::offset{10}, 1 << 20, model::offset{end});
+    REQUIRE(!at_damage.ok());
+    CHECK(at_damage.error().code == errc::corrupt_message);
+    CHECK(at_damage.error().message.find("runs past the segment's end") != std::string::npos);
+  }
+  // Nothing stored changed: the same segments, sizes and end.
+  CHECK(l.log_end_offset().value() == end);
+  const auto after = l.segments();
+  REQUIRE(after.size() == segs.size());
+  for (size_t i = 0; i < segs.size(); ++i) CHECK(after[i].size_bytes == segs[i].size_bytes);
 }
 
 TEST_CASE("O_DIRECT appends: aligned block rewrites, padding cut at roll and close, recovery after an unclean stop") {
