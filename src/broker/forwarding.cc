@@ -471,6 +471,12 @@ void leader_forwarder::forward_fetch(int32_t leader, const std::shared_ptr<const
           // Refused by a broker that no longer leads.
           return ask_next_leader(p.current_leader.leader_epoch, leadership_moving(leader, tp));
         }
+        if (p.error_code == kafka_error_code(errc::corrupt_message) && !request.raw_batches) {
+          // The leader's stored log is damaged at this offset (it answers raw reads as Kafka
+          // does); a decoded read hears the server's damage, as a read on the leader does.
+          return done(error{errc::kafka_storage_error, leader_name(leader, tp) + " holds a damaged batch at offset " +
+                                                           std::to_string(request.fetch_offset.value())});
+        }
         if (p.error_code != 0) return done(answered(leader, tp, p.error_code, std::nullopt));
         fetch_response out;
         out.high_watermark = model::offset{p.high_watermark};
