@@ -39,7 +39,7 @@ namespace {
 /// ReplicaManager.lastOffsetForLeaderEpoch answers NOT_LEADER_OR_FOLLOWER too); or this
 /// broker's replica is not opened yet.
 error no_epoch_cache_here(const topic_state* topic, int32_t node_id, const model::topic_partition& tp) {
-  if (topic == nullptr) return no_replica_here(false, tp);
+  if (topic == nullptr) return no_replica_here(nullptr, tp);
   const auto& partitions = topic->image->partitions;
   const auto index = static_cast<size_t>(tp.partition.value());
   if (index < partitions.size() && std::ranges::find(partitions[index].replicas, node_id) == partitions[index].replicas.end()) {
@@ -49,7 +49,7 @@ error no_epoch_cache_here(const topic_state* topic, int32_t node_id, const model
                      std::to_string(tp.partition.value()) +
                      (leader >= 0 ? ": ask its leader, broker " + std::to_string(leader) : ", which has no leader now")};
   }
-  return no_replica_here(true, tp);
+  return no_replica_here(topic, tp);
 }
 
 }  // namespace
@@ -95,7 +95,7 @@ void fetch_service::fetch_here(fetch_request request, std::function<void(result<
     if (!runtime_.admits(shard)) return done(shard_busy(shard));
     runtime_.post(shard, [this, shard, request = std::move(*held), done = std::move(done)]() mutable {
       auto rt = partition_managers_[shard]->find(request.partition.topic, request.partition.partition.value());
-      if (!rt) return done(no_replica_here(find_topic(request.partition.topic) != nullptr, request.partition));
+      if (!rt) return done(no_replica_here(find_topic(request.partition.topic).get(), request.partition));
       auto w = std::make_shared<fetch_waiter>();
       w->request = std::move(request);
       w->done = std::move(done);
@@ -127,7 +127,7 @@ void fetch_service::list_offsets_here(list_offsets_request request,
     if (!runtime_.admits(shard)) return done(shard_busy(shard));
     runtime_.post(shard, [this, shard, request = std::move(*held), done = std::move(done)]() mutable {
       auto rt = partition_managers_[shard]->find(request.partition.topic, request.partition.partition.value());
-      if (!rt) return done(no_replica_here(find_topic(request.partition.topic) != nullptr, request.partition));
+      if (!rt) return done(no_replica_here(find_topic(request.partition.topic).get(), request.partition));
       const std::optional<model::offset> reading_at =
           request.spec == offset_spec::earliest ? std::optional<model::offset>{rt->log->log_start_offset()} : std::nullopt;
       if (auto serving = rt->check_serving(reading_at); !serving.ok()) return done(serving.error());

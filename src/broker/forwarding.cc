@@ -105,7 +105,9 @@ bool leader_forwarder::ready_for_forwarded(const std::string& name, int32_t part
   if (partition >= t->partitions_count()) return false;
   const auto& replicas = t->image->partitions[static_cast<size_t>(partition)].replicas;
   if (std::find(replicas.begin(), replicas.end(), config_.node_id) == replicas.end()) return true;   // not ours: not-leader
-  return t->partitions[static_cast<size_t>(partition)]->open_here.load(std::memory_order_acquire);
+  // A replica whose files did not open is not waited for: it is offline (no_replica_here says why).
+  const auto& stats = *t->partitions[static_cast<size_t>(partition)];
+  return stats.open_here.load(std::memory_order_acquire) || !stats.open_failure().empty();
 }
 
 void leader_forwarder::when_topic_known(std::function<bool()> known, std::function<void()> then, int64_t waited_ms) {
@@ -468,6 +470,12 @@ void leader_forwarder::forward_fetch(int32_t leader, const std::shared_ptr<const
             !rerouted && !alive.expired()) {
           // Refused by a broker that no longer leads.
           return ask_next_leader(p.current_leader.leader_epoch, leadership_moving(leader, tp));
+        }
+        if (p.error_code == kafka_error_code(errc::corrupt_message) && !request.raw_batches) {
+          // The leader's stored log is damaged at this offset (it answers raw reads as Kafka
+          // does); a decoded read hears the server's damage, as a read on the leader does.
+          return done(error{errc::kafka_storage_error, leader_name(leader, tp) + " holds a damaged batch at offset " +
+                                                           std::to_string(request.fetch_offset.value())});
         }
         if (p.error_code != 0) return done(answered(leader, tp, p.error_code, std::nullopt));
         fetch_response out;

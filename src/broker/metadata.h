@@ -146,9 +146,10 @@ controller::uuid new_topic_id(base::random_source& random);
 error partition_missing(const std::string& topic, int32_t partition, int32_t partitions_count);
 /// The answer to new client work for a shard whose task queue is full (shard_runtime::admits).
 error shard_busy(size_t shard);
-/// Why a leader's shard holds no replica of `tp`: the topic is gone, or (`topic_in_view`) its
-/// replica is not opened yet (retriable not_leader_or_follower).
-error no_replica_here(bool topic_in_view, const model::topic_partition& tp);
+/// Why a leader's shard holds no replica of `tp`: the topic is gone (`topic` null), its replica's
+/// files did not open (kafka_storage_error naming why: offline here), or its replica is not
+/// opened yet (retriable not_leader_or_follower).
+error no_replica_here(const topic_state* topic, const model::topic_partition& tp);
 /// A (re)registration (start_up.cc), and the leadership of every partition that lost its leader
 /// while this broker was away and lists it in its ISR (KRaft elects them when it is unfenced).
 std::vector<protocol::metadata_record> registration_records(const controller::metadata_image& image, int32_t node_id,

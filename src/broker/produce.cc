@@ -496,7 +496,7 @@ void produce_pipeline::append_batches_on_shard(size_t shard, produce_batches_req
   }
   const auto& tp = request.partition;
   auto rt = partition_managers_[shard]->find(tp.topic, tp.partition.value());
-  if (!rt) return done(no_replica_here(metadata_.find_topic(tp.topic) != nullptr, tp));
+  if (!rt) return done(no_replica_here(metadata_.find_topic(tp.topic).get(), tp));
   if (auto ok = rt->check_append(request.acks); !ok.ok()) return done(ok.error());
   // KIP-890 part 1 (partition_runtime::guard_txn_verification): a first transactional batch here
   // waits for its coordinator's verification, asked from here (the coordinator may be elsewhere).

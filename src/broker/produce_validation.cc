@@ -31,8 +31,18 @@ result<void> check_keys_for_compaction(const std::string& topic, const storage::
 /// The answer when this node's shard holds no replica of `tp` for a call it serves as the leader:
 /// the topic was deleted meanwhile, or (`topic_in_view`) this node has not opened its replica yet
 /// (a topic just created, past when_replica_open's wait): retriable, never "does not exist".
-error no_replica_here(bool topic_in_view, const model::topic_partition& tp) {
-  if (!topic_in_view) return error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)};
+error no_replica_here(const topic_state* topic, const model::topic_partition& tp) {
+  if (topic == nullptr) return error{errc::unknown_topic_or_partition, unknown_topic_message(tp.topic)};
+  const auto index = static_cast<size_t>(tp.partition.value());
+  if (tp.partition.value() >= 0 && index < topic->partitions.size()) {
+    // Its files did not open (damaged): offline here, as Kafka answers for a replica on a failed
+    // log directory (KAFKA_STORAGE_ERROR), never "created a moment ago" (the breaker of session 40).
+    std::string why = topic->partitions[index]->open_failure();
+    if (!why.empty()) {
+      return error{errc::kafka_storage_error, "this broker's replica of " + tp.topic + "-" +
+                                                  std::to_string(tp.partition.value()) + " is offline: " + why};
+    }
+  }
   return error{errc::not_leader_or_follower, "this broker has not opened its replica of " + tp.topic + "-" +
                                                  std::to_string(tp.partition.value()) +
                                                  " yet (the topic was created a moment ago): retry"};

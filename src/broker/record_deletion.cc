@@ -48,7 +48,7 @@ void record_deletion::delete_records(delete_records_request request, done_fn don
   runtime_.post(shard, [this, shard, request = std::move(request), done = std::move(done)]() mutable {
     const auto& tp = request.partition;
     auto rt = partition_managers_[shard]->find(tp.topic, tp.partition.value());
-    if (!rt || rt->deleted) return done(no_replica_here(metadata_.find_topic(tp.topic) != nullptr, tp));
+    if (!rt || rt->deleted) return done(no_replica_here(metadata_.find_topic(tp.topic).get(), tp));
     auto required = delete_on_leader(*rt, request.offset);
     if (!required.ok()) return done(required.error());
     const int64_t wait_ms = std::clamp<int64_t>(request.timeout_ms, 0, delete_records_wait_max_ms);

@@ -55,6 +55,13 @@ topic_description admin_manager::describe(const topic_state& t) const {
     }
     pd.size_bytes = s.size_bytes.load(std::memory_order_relaxed);
     pd.replica_here = s.open_here.load(std::memory_order_acquire);
+    pd.offline_reason = s.open_failure();
+    if (!pd.offline_reason.empty() && image.leader == config_.node_id) {
+      // Led here by a replica that cannot serve: no leader, as Kafka's controller leaves a
+      // partition whose leader's log directory failed (the breaker of session 40 saw it healthy).
+      pd.leader = -1;
+      pd.high_watermark_established = false;
+    }
     pd.cleaner.dirty_ratio = static_cast<double>(s.cleaner_dirty_ratio_ppm.load(std::memory_order_relaxed)) / 1e6;
     pd.cleaner.bytes_read_total = s.cleaner_bytes_read_total.load(std::memory_order_relaxed);
     pd.cleaner.bytes_written_total = s.cleaner_bytes_written_total.load(std::memory_order_relaxed);

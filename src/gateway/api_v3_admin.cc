@@ -53,7 +53,7 @@ json partition_json(const std::string& base, const std::string& cluster, const s
                     const broker::partition_description& p) {
   std::string self = base + "/v3/clusters/" + cluster + "/topics/" + topic + "/partitions/" +
                      std::to_string(p.partition.value());
-  return json{{"kind", "KafkaPartition"},
+  json out{{"kind", "KafkaPartition"},
               {"metadata", {{"self", self},
                             {"resource_name", "crn:///kafka=" + cluster + "/topic=" + topic + "/partition=" +
                                                   std::to_string(p.partition.value())}}},
@@ -70,6 +70,9 @@ json partition_json(const std::string& base, const std::string& cluster, const s
               // ringlog: false while a new leader establishes its high watermark (KIP-207)
               {"high_watermark_established", p.high_watermark_established},
               {"size_bytes", p.size_bytes}};
+  // ringlog: why this broker's replica is offline (its files did not open), when it is
+  if (!p.offline_reason.empty()) out["offline_reason"] = p.offline_reason;
+  return out;
 }
 
 json config_json(const std::string& base, const std::string& cluster, const std::string& topic,

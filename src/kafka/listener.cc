@@ -78,6 +78,9 @@ struct listener::impl : std::enable_shared_from_this<listener::impl> {
   std::atomic<bool> stopped{false};
   /// Failed TLS handshakes are logged at most once per interval (a scanner would flood the log).
   runtime::log_rate_limit handshake_failures{runtime::constants::tls_handshake_warning_interval_ms};
+  /// Connections closed by a read failing inside a frame, likewise, per reason (a client cutting
+  /// its frames short in a loop wrote one line per connection).
+  runtime::log_rate_limit frame_read_failures{runtime::constants::repeated_warning_interval_ms};
 
   void adopt(size_t shard, runtime::shard_socket socket, runtime::connection_slot slot);
 };
@@ -306,7 +309,12 @@ struct connection : std::enable_shared_from_this<connection> {
     if (body_deadline) body_deadline->cancel();
     if (closed) return;
     if (ec) {
-      close("read failed inside a frame: " + ec.message());
+      const std::string why = "read failed inside a frame: " + ec.message();
+      uint64_t suppressed = 0;
+      auto o = owner.lock();
+      if (o && !o->frame_read_failures.admit(why, suppressed)) return close("");
+      close(why + runtime::not_logged(suppressed, "connections closed so on this listener",
+                                      runtime::constants::repeated_warning_interval_ms));
       return;
     }
     auto o = owner.lock();

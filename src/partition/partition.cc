@@ -20,6 +20,18 @@ namespace {
 using protocol::error_codes::code_not_leader_or_follower;
 using protocol::error_codes::code_offset_out_of_range;
 
+/// A consumer's read failing at stored damage (partition_log::read), as each door answers it:
+/// Kafka's clients (raw batches) hear CORRUPT_MESSAGE, as Kafka's brokers answer a batch header
+/// that does not decode (their consumers report the offset to the application); decoded reads
+/// (HTTP) hear kafka_storage_error, 503 50301 (docs/configuration.md): the server's damage, not
+/// the client's request (a 422).
+error read_error(const storage::error& e, bool raw_batches) {
+  if (e.code == storage::errc::corrupt_message && !raw_batches) {
+    return {errc::kafka_storage_error, "the stored log is damaged: " + e.message};
+  }
+  return from_storage(e);
+}
+
 }  // namespace
 
 std::string partition_key(const std::string& topic, int32_t partition) {
@@ -349,7 +361,7 @@ void partition_runtime::answer_empty(fetch_waiter& w) const {
 result<std::optional<fetch_response>> partition_runtime::read_file_ranges_for_fetch(const fetch_params& req,
                                                                                    model::offset hw) const {
   auto read = log->read_file_ranges(req.fetch_offset, static_cast<size_t>(req.max_bytes), hw);
-  if (!read.ok()) return from_storage(read.error());
+  if (!read.ok()) return read_error(read.error(), req.raw_batches);
   // A simulated file system has no descriptors to send from: the caller reads bytes instead.
   if (!read->batches.empty() && read->batches.front().source->native_handle() < 0) return std::optional<fetch_response>{};
   fetch_response response;
@@ -401,7 +413,7 @@ result<fetch_response> partition_runtime::read_for_fetch(const fetch_params& req
     if (ranged->has_value()) return std::move(**ranged);
   }
   auto read = log->read(req.fetch_offset, static_cast<size_t>(req.max_bytes), hw);
-  if (!read.ok()) return from_storage(read.error());
+  if (!read.ok()) return read_error(read.error(), req.raw_batches);
   fetch_response response;
   response.high_watermark = log->high_watermark();
   response.log_start_offset = log_start;

@@ -53,26 +53,83 @@ int32_t partition_of_directory(const std::string& name, const std::string& topic
   return static_cast<int32_t>(std::stol(digits));
 }
 
-/// Why the directory `name` with partition.metadata `text` is a stray one as of `image` (the
-/// line logged before it is deleted), or nullopt when it is this node's or not recognised.
-std::optional<std::string> stray_reason(const std::string& name, const std::string& text,
-                                        const std::map<std::string, const controller::topic_image*>& by_metadata,
-                                        int32_t node_id) {
+/// The topic id a well-formed partition.metadata `text` names.
+std::string topic_id_of(const std::string& text) {
+  return text.substr(metadata_prefix.size(), text.size() - metadata_prefix.size() - 1);
+}
+
+/// What the start-up sweep does with a replica directory the image does not give this node.
+enum class stray_action { delete_log, move_aside };
+
+struct stray_verdict {
+  stray_action action;
+  std::string reason;   // the line logged (what the directory is, and what happens to it)
+};
+
+/// What to do with the directory `name` with partition.metadata `text` as of the image whose
+/// topics by partition.metadata text are `by_metadata`, or nullopt when it is this node's or not
+/// recognised (open_replica then keeps a damaged one offline).
+std::optional<stray_verdict> stray_reason(const std::string& name, const std::string& text,
+                                          const std::map<std::string, const controller::topic_image*>& by_metadata,
+                                          int32_t node_id) {
   // Not one we wrote (damaged: open_replica keeps it offline, never deleted here).
   if (!well_formed_metadata(text)) return std::nullopt;
   auto it = by_metadata.find(text);
   if (it == by_metadata.end()) {
-    const std::string topic_id = text.substr(metadata_prefix.size(), text.size() - metadata_prefix.size() - 1);
-    return "log directory " + name + " belongs to topic id " + topic_id +
-           ", which no longer exists (deleted while this broker was down, or before its removal "
-           "finished): it is deleted";
+    // The image keeps no deleted topic ids, so an unknown id is a topic deleted while this
+    // broker was down (re-created under the same name or not) or a damaged file: either way it
+    // is moved aside, never deleted (the breaker of session 40: a flipped id deleted 6000
+    // acknowledged records of the only copy), as Kafka's LogManager renames stray logs "-stray"
+    // (KAFKA-15813); a partition of that name this node hosts then starts a new replica, which
+    // its leader fills, so a topic re-created while this broker was down is served at once.
+    return stray_verdict{stray_action::move_aside,
+                         "log directory " + name + " belongs to topic id " + topic_id_of(text) +
+                             ", which no longer exists (deleted while this broker was down, or before its "
+                             "removal finished)"};
   }
   const controller::topic_image& topic = *it->second;
   const int32_t partition = partition_of_directory(name, topic.name);
   if (partition < 0 || partition >= static_cast<int32_t>(topic.partitions.size())) return std::nullopt;
   const auto& replicas = topic.partitions[static_cast<size_t>(partition)].replicas;
   if (std::find(replicas.begin(), replicas.end(), node_id) != replicas.end()) return std::nullopt;
-  return "partition " + name + " was reassigned away from this broker while it was down: its log is deleted";
+  return stray_verdict{stray_action::delete_log,
+                       "partition " + name + " was reassigned away from this broker while it was down: its log is deleted"};
+}
+
+/// Kafka's stray directory name (UnifiedLog.logStrayDirName): "<topic>-<partition>.<id>-stray".
+constexpr std::string_view stray_suffix = "-stray";
+
+/// Renames `name` aside as a stray log (a free name: a number is added when it is taken).
+io::result<std::string> move_aside(const log_directory& dir, const std::string& name, const std::string& topic_id) {
+  std::string aside = name + "." + topic_id + std::string(stray_suffix);
+  for (int n = 1; dir.fs.exists(dir.path + "/" + aside) && n <= max_stray_copies; ++n) {
+    aside = name + "." + topic_id + "." + std::to_string(n) + std::string(stray_suffix);
+  }
+  auto renamed = dir.fs.rename(dir.path + "/" + name, dir.path + "/" + aside);
+  if (!renamed.ok()) return renamed.error();
+  auto synced = dir.fs.sync_directory(dir.path);
+  if (!synced.ok()) return synced.error();
+  return aside;
+}
+
+/// Carries out `verdict` on directory `name`, with its line.
+void settle_stray(const log_directory& dir, const std::string& name, const std::string& text,
+                  const stray_verdict& verdict) {
+  if (verdict.action == stray_action::delete_log) {
+    auto removed = dir.fs.remove_all(dir.path + "/" + name);
+    if (!dir.log) return;
+    if (removed.ok()) return dir.log(true, verdict.reason);
+    return dir.log(false, "stray log directory " + name + " (" + verdict.reason +
+                              ") could not be deleted: " + removed.error().message);
+  }
+  auto aside = move_aside(dir, name, topic_id_of(text));
+  if (!dir.log) return;
+  if (aside.ok()) {
+    return dir.log(false, verdict.reason + ": its files are kept, moved aside to " + dir.path + "/" + aside.value() +
+                              " (delete that directory once its records are known to be unwanted)");
+  }
+  dir.log(false, "stray log directory " + name + " (" + verdict.reason + ") is left in place: moving it aside failed: " +
+                     aside.error().message);
 }
 
 }  // namespace
@@ -98,16 +155,9 @@ void remove_stray_replicas(const log_directory& dir, const controller::metadata_
     if (!dir.fs.exists(path + "/partition.metadata")) continue;   // not a replica's directory (or none)
     auto text = read_text(dir.fs, path + "/partition.metadata");
     if (!text) continue;
-    auto why = stray_reason(name, *text, by_metadata, node_id);
-    if (!why) continue;
-    auto removed = dir.fs.remove_all(path);
-    if (!dir.log) continue;
-    if (removed.ok()) {
-      dir.log(true, *why);
-    } else {
-      dir.log(false, "stray log directory " + name + " (" + *why + ") could not be deleted: " +
-                         removed.error().message);
-    }
+    if (name.ends_with(stray_suffix)) continue;   // moved aside before: kept for the operator
+    auto verdict = stray_reason(name, *text, by_metadata, node_id);
+    if (verdict) settle_stray(dir, name, *text, *verdict);
   }
 }
 
@@ -248,13 +298,18 @@ result<void> partition_manager::open_replica(const std::string& topic, const con
                        "version: 0\\ntopic_id: " + controller::uuid_to_string(topic_id) +
                        "\\n\" into it if these are this topic's records, or move the directory away, and restart"};
     }
-    const bool ours = has_metadata ? text == expected : !fresh;
-    if (!ours) {
-      if (dir_.log && has_metadata) {
-        dir_.log(true, dir + ": belongs to an earlier topic of this name (partition.metadata names topic id " +
-                           text->substr(metadata_prefix.size(), text->size() - metadata_prefix.size() - 1) +
-                           ", the topic's is " + controller::uuid_to_string(topic_id) + "): its log is deleted");
-      }
+    if (has_metadata && text != expected) {
+      // Another topic's id: an earlier topic of this name deleted while this broker was down, or
+      // a damaged file. The image keeps no deleted ids to tell which, so nothing is deleted
+      // (Kafka's Partition.checkOrSetTopicId fails the replica: InconsistentTopicIdException).
+      return error{errc::kafka_storage_error,
+                   metadata_path + " names topic id " + topic_id_of(*text) + ", but topic " + topic + " has id " +
+                       controller::uuid_to_string(topic_id) +
+                       ": the replica is not opened on this broker and its files are kept. To repair: if these are "
+                       "this topic's records, write \"version: 0\\ntopic_id: " + controller::uuid_to_string(topic_id) +
+                       "\\n\" into it; if they are an earlier topic's of this name, move the directory away; and restart"};
+    }
+    if (!has_metadata && fresh) {
       auto removed = dir_.fs.remove_all(dir);
       if (!removed.ok()) return dir_.failed("removal of a replaced replica", removed.error());
     }
@@ -292,6 +347,7 @@ result<void> partition_manager::open_replica(const std::string& topic, const con
   rt->publish();
   add(rt);
   apply_partition_state(rt, state);
+  rt->stats->set_open_failure({});
   rt->stats->open_here.store(true, std::memory_order_release);
   return base::ok_v;
 }

@@ -296,8 +296,12 @@ void replica_fetcher::append_from_leader(size_t shard, const std::shared_ptr<par
   }
   auto appended = rt->append_replicated(*p.records);
   if (!appended.ok()) {
-    host_.log_error("partition " + rt->name() + ": cannot append what leader " + std::to_string(rt->leader_id) +
-                    " sent: " + appended.error().message);
+    uint64_t suppressed = 0;
+    if (append_failures_.admit(rt->name(), suppressed)) {
+      host_.log_error("partition " + rt->name() + ": cannot append what leader " + std::to_string(rt->leader_id) +
+                      " sent: " + appended.error().message +
+                      runtime::not_logged(suppressed, "such refusals", runtime::constants::repeated_warning_interval_ms));
+    }
     return retry_follower_fetch(shard, rt, generation);
   }
   base::count_activity_bytes(base::cpu_activity::replicate_follower, p.records->size());

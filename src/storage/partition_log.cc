@@ -4,6 +4,7 @@
 #include <array>
 #include <charconv>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include "checkpoint.h"
@@ -85,6 +86,29 @@ std::string cut_segment_warning(const segment& seg, uint64_t bytes, model::offse
               ? " although they were below the recovery point " + std::to_string(recovery_point.value()) +
                     " (damaged on disk: acknowledged records were lost here; a replica fetches them again)"
               : " (a write torn by the crash)");
+}
+
+/// The warning when recovery ends the log at `log_end`, below the checkpointed `recovery_point`
+/// (every record below it was fdatasynced here), or nullopt when it does not. Fires for every
+/// way records go (a cut inside a batch, a file cut at a batch boundary or to nothing, a missing
+/// segment): the breaker of session 40 lost 600 records silently so. Only the recovery point
+/// counts: records above it were never durable here (a crash may take them, as the flush policy
+/// allows), while a checkpointed high watermark can stand above the log end a follower truncated
+/// to when it crashed before its next checkpoint; `high_watermark` only says how many of the lost
+/// records had been acknowledged.
+std::optional<std::string> lost_below_checkpoints_warning(model::offset log_end, model::offset recovery_point,
+                                                          model::offset high_watermark) {
+  if (log_end >= recovery_point) return std::nullopt;
+  const model::offset acknowledged_end = std::min(recovery_point, high_watermark);
+  const std::string acknowledged =
+      log_end < acknowledged_end ? "records [" + std::to_string(log_end.value()) + ", " +
+                                       std::to_string(acknowledged_end.value()) +
+                                       ") were below the high watermark: acknowledged records were lost here"
+                                 : "none was below the high watermark " + std::to_string(high_watermark.value());
+  return "recovery ends the log at offset " + std::to_string(log_end.value()) + ", below the recovery point " +
+         std::to_string(recovery_point.value()) + " of its checkpoints: records [" + std::to_string(log_end.value()) +
+         ", " + std::to_string(recovery_point.value()) + ") were fdatasynced here and are gone (damaged on disk; " +
+         acknowledged + "; a replica fetches them again)";
 }
 
 /// The checkpoints a log reads at open. `epochs` is nullopt when leader-epoch-checkpoint did not
@@ -329,6 +353,10 @@ result<void> partition_log::load() {
   log_start_offset_ = std::max(log_start_offset_, segments_.begin()->first);
   log_end_offset_ = active().next_offset();
   log_start_offset_ = std::min(log_start_offset_, log_end_offset_);
+  if (auto lost = lost_below_checkpoints_warning(log_end_offset_, recovery_point_checkpoint,
+                                                 model::offset{checkpoint_value(cp.high_watermark, 0)})) {
+    recovery_.warnings.push_back(*lost);
+  }
   recovery_point_ = log_end_offset_;  // recover() synced whatever it kept; a clean close flushed all
   high_watermark_ = std::clamp(model::offset{checkpoint_value(cp.high_watermark, 0)}, log_start_offset_, log_end_offset_);
   if (cp.epochs) {
@@ -783,13 +811,27 @@ result<model::offset> partition_log::walk_batches(model::offset start, size_t ma
   --it;
   auto located = it->second->find_batch(start);
   if (!located.ok()) return located.error();
+  if (!located.value() && start < it->second->next_offset()) {
+    // The segment holds `start` but its batches end before it: a damaged length cut the scan.
+    return error{errc::corrupt_message, "segment " + segment_file_stem(it->first) + ".log of " + directory_ +
+                                            ": a batch before offset " + std::to_string(start.value()) +
+                                            " runs past the segment's end (" +
+                                            std::to_string(it->second->size_bytes()) + " bytes)"};
+  }
   std::optional<located_batch> batch = located.value();
   size_t taken_bytes = 0;
+  // Stored damage met after the first batch (a header that does not decode, a batch running past
+  // its segment's end) ends the read there: the batches before it are answered, as Kafka sends
+  // the bytes before it, and the read that starts at it fails naming where. Nothing is changed.
+  auto damaged = [&](const error& e) -> result<model::offset> {
+    if (taken_bytes > 0) return next_offset;
+    return e;
+  };
   while (true) {
     while (!batch) {
       if (++it == segments_.end()) return next_offset;
       auto first = it->second->header_at(model::file_position{0});
-      if (!first.ok()) return first.error();
+      if (!first.ok()) return damaged(first.error());
       batch = first.value();
     }
     const auto& h = batch->header;
@@ -798,8 +840,17 @@ result<model::offset> partition_log::walk_batches(model::offset start, size_t ma
     RINGLOG_TRY(take(*it->second, *batch));
     taken_bytes += h.size_bytes();
     next_offset = h.last_offset() + 1;
-    auto next = it->second->header_at(model::file_position{batch->position.value() + h.size_bytes()});
-    if (!next.ok()) return next.error();
+    const uint64_t after = batch->position.value() + h.size_bytes();
+    auto next = it->second->header_at(model::file_position{after});
+    if (!next.ok()) return damaged(next.error());
+    if (!next.value() && after != it->second->size_bytes()) {
+      // Recovery left every segment ending at a whole batch: a shorter rest is a damaged length.
+      return damaged(error{errc::corrupt_message, "segment " + segment_file_stem(it->first) + ".log of " + directory_ +
+                                                      " at file position " + std::to_string(after) +
+                                                      ": the batch after offset " + std::to_string(h.last_offset().value()) +
+                                                      " runs past the segment's end (" +
+                                                      std::to_string(it->second->size_bytes()) + " bytes)"});
+    }
     batch = next.value();
   }
   return next_offset;

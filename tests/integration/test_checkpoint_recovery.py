@@ -90,6 +90,104 @@ def test_an_unreadable_log_start_offset_keeps_only_its_partition_offline(fresh_b
     wait_until(lambda: all_served(b, BAD), DEADLINE_S, f"{BAD}-0 serving once repaired")
 
 
+def test_an_offline_replica_is_offline_at_every_door(tmp_path):
+    """The breaker of session 40: a partition kept offline by a damaged log-start-offset-checkpoint
+    was reported healthy and empty: Kafka Metadata named this broker its leader without an error,
+    REST showed it led with log_end_offset 0 and offline_partitions_count 0, and HTTP reads said
+    "has not opened its replica yet (the topic was created a moment ago)". Kafka answers an
+    offline replica on a failed log directory with KAFKA_STORAGE_ERROR and no leader."""
+    from confluent_kafka.admin import AdminClient
+    from conftest import Broker, free_port
+    b = Broker(tmp_path / "ringlog-data", kafka_port=free_port()).start()
+    try:
+        for t in [BAD] + HEALTHY[:2]:
+            b.create_topic(t)
+            produce(b, t)
+        b.kill()
+        path = b.data_dir / f"{BAD}-0" / "log-start-offset-checkpoint"
+        path.write_bytes(b"zz\nqq\n")
+        b.start()
+        for t in HEALTHY[:2]:
+            wait_until(lambda t=t: all_served(b, t), DEADLINE_S, f"{t}-0 serving its records")
+        wait_until(lambda: "cannot open its replica" in b.log_path.read_text(), DEADLINE_S, "the open failure logged")
+        # REST: no leader, the reason, counted offline (topic, cluster figures and the metric).
+        part = requests.get(b.v3(f"/topics/{BAD}/partitions/0"), timeout=10).json()
+        assert part["leader"] is None and str(path) in part.get("offline_reason", ""), part
+        assert part["high_watermark_established"] is False, part
+        topic = requests.get(b.v3(f"/topics/{BAD}"), timeout=10).json()
+        assert topic["offline_partitions_count"] == 1, topic
+        healthy = requests.get(b.v3(f"/topics/{HEALTHY[0]}"), timeout=10).json()
+        assert healthy["offline_partitions_count"] == 0, healthy
+        metrics = requests.get(f"{b.url}/metrics", timeout=10).text
+        assert f'ringlog_topic_offline_partitions{{topic="{BAD}"}} 1' in metrics
+        # HTTP: 503 naming the damaged file, never "created a moment ago".
+        for url, accept in ((f"{b.url}/topics/{BAD}/partitions/0/records?offset=0", BINARY),
+                            (f"{b.url}/topics/{BAD}/partitions/0/offsets", "application/json")):
+            r = requests.get(url, headers={"Accept": accept}, timeout=30)
+            assert r.status_code == 503 and str(path) in r.text and "a moment ago" not in r.text, (url, r.text)
+        # Kafka Metadata: no leader, LEADER_NOT_AVAILABLE.
+        md = AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(BAD, timeout=10).topics[BAD].partitions[0]
+        assert md.leader == -1 and md.error is not None and md.error.name() == "LEADER_NOT_AVAILABLE", (md.leader, md.error)
+    finally:
+        b.stop()
+
+
+@pytest.mark.parametrize("other_id", ["AAAAAAAAAAAAAAAAAAAAAA", "q2N4oC3hQxWm0-1yZx9aBg"])
+def test_a_partition_metadata_naming_another_topic_id_moves_its_files_aside(fresh_broker, other_id):
+    """The breaker of session 40: a well-formed partition.metadata naming another topic id made
+    the broker delete the partition at start with an INFO line (6000 acknowledged records of the
+    only copy). Whether these are an earlier topic's records or the file is damaged is unknown:
+    the directory is moved aside whole with a warning naming where (Kafka's stray logs), and the
+    partition starts a new replica."""
+    b = fresh_broker()
+    for t in [BAD] + HEALTHY[:2]:
+        b.create_topic(t)
+        produce(b, t)
+    b.stop()
+    path = b.data_dir / f"{BAD}-0" / "partition.metadata"
+    original = path.read_text()
+    ours = original.split("topic_id: ")[1].strip()
+    sizes = {f.name: f.stat().st_size for f in (b.data_dir / f"{BAD}-0").glob("*.log")}
+    assert sum(sizes.values()) > 0
+    path.write_text(f"version: 0\ntopic_id: {other_id}\n")
+    b.start()
+    for t in HEALTHY[:2]:
+        wait_until(lambda t=t: all_served(b, t), DEADLINE_S, f"{t}-0 serving its records")
+    aside = list(b.data_dir.glob(f"{BAD}-0.{other_id}*-stray"))
+    assert len(aside) == 1, list(b.data_dir.iterdir())
+    assert {f.name: f.stat().st_size for f in aside[0].glob("*.log")} == sizes   # nothing deleted
+    log = b.log_path.read_text()
+    assert f"moved aside to {aside[0]}" in log and other_id in log, log[-3000:]
+    assert ours not in (aside[0] / "partition.metadata").read_text()
+    produce(b, BAD)   # a new replica takes writes
+
+
+def test_a_stray_directory_of_an_unknown_topic_is_moved_aside_not_deleted(fresh_broker):
+    """A directory whose topic id the metadata does not know and whose name is no partition of
+    this broker is a stray log: moved aside ("-stray", as Kafka's LogManager does), never deleted."""
+    import shutil
+    b = fresh_broker()
+    b.create_topic(BAD)
+    produce(b, BAD)
+    b.stop()
+    stray = b.data_dir / "gone-0"
+    shutil.copytree(b.data_dir / f"{BAD}-0", stray)
+    (stray / "partition.metadata").write_text("version: 0\ntopic_id: q2N4oC3hQxWm0-1yZx9aBg\n")
+    sizes = {f.name: f.stat().st_size for f in stray.glob("*.log")}
+    b.start()
+    wait_until(lambda: all_served(b, BAD), DEADLINE_S, f"{BAD}-0 serving its records")
+    aside = b.data_dir / "gone-0.q2N4oC3hQxWm0-1yZx9aBg-stray"
+    wait_until(lambda: aside.exists(), DEADLINE_S, "the stray directory moved aside")
+    assert not stray.exists()
+    assert {f.name: f.stat().st_size for f in aside.glob("*.log")} == sizes
+    log = b.log_path.read_text()
+    assert "log directory gone-0 belongs to topic id q2N4oC3hQxWm0-1yZx9aBg" in log and str(aside) in log, log[-3000:]
+    b.stop()
+    b.start()   # a second start leaves the moved-aside directory alone
+    wait_until(lambda: all_served(b, BAD), DEADLINE_S, f"{BAD}-0 serving after a second start")
+    assert aside.exists() and not list(b.data_dir.glob("gone-0.*-stray.*"))
+
+
 def filled_segments(b, topic):
     """`topic` with 4 KiB segments and 200 records (40 produces of 5); its segment files, sorted."""
     b.create_topic(topic, configs={"segment.bytes": "4096"})
@@ -219,3 +317,24 @@ def test_another_partitions_checkpoint_is_not_applied(fresh_broker):
     assert values(b, BAD) is None   # the log start is unknown: offline, as a garbled file
     log = b.log_path.read_text()
     assert "names 'h0 0', not this partition ('a-bad 0')" in log, log[-3000:]
+
+
+@pytest.mark.parametrize("cut", ["to_nothing", "at_a_batch_boundary"])
+def test_records_lost_below_the_recovery_point_are_logged_however_cut(fresh_broker, cut):
+    """The breaker of session 40: the active segment cut to 0 bytes or exactly at a batch
+    boundary lost acknowledged records below the checkpointed recovery point without a line (the
+    log end fell from 6000 to 5400); only a cut inside a batch was logged."""
+    b = fresh_broker()
+    segments = filled_segments(b, "seg")
+    b.stop()   # clean: the recovery point and high watermark checkpoints say 200
+    active = segments[-1]
+    data = active.read_bytes()
+    first_batch = 12 + int.from_bytes(data[8:12], "big")
+    assert len(data) > first_batch, (active, len(data))   # two batches at least
+    active.write_bytes(b"" if cut == "to_nothing" else data[:first_batch])
+    b.start()
+    end = wait_until(lambda: end_offset(b, "seg"), DEADLINE_S, "seg-0 open")
+    assert end < 200, end
+    log = b.log_path.read_text()
+    assert f"recovery ends the log at offset {end}, below the recovery point 200" in log, log[-3000:]
+    assert "acknowledged records were lost here" in log, log[-3000:]

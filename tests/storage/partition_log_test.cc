@@ -1,6 +1,12 @@
 #include <doctest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
 #include "ringlog/io/sim_file_system.h"
+#include "segment.h"
 #include "test_util.h"
 
 using namespace ringlog;
@@ -141,6 +147,83 @@ TEST_CASE("recovery cuts a corrupt or torn tail and everything after it") {
   }
 }
 
+TEST_CASE("recovery that ends below the checkpointed recovery point says so, however the records went") {
+  // The breaker of session 40: the active segment cut to 0 bytes or at a batch boundary lost
+  // acknowledged records without a line (only a cut inside a batch was logged).
+  test::temp_dir dir;
+  auto fs = io::make_posix_file_system();
+  base::manual_clock clock(t0);
+  const std::string path = dir.path() + "/t-0";
+  {
+    auto log = partition_log::open(*fs, path, small_segments(), clock);
+    REQUIRE(log.ok());
+    for (int b = 0; b < 50; ++b) REQUIRE(log.value()->append(make_batch(4, b, t0), model::leader_epoch{1}).ok());
+    log.value()->set_high_watermark(model::offset{200});
+    REQUIRE(log.value()->close().ok());
+  }
+  std::vector<std::filesystem::path> segments;
+  for (const auto& e : std::filesystem::directory_iterator(path)) {
+    if (e.path().extension() == ".log") segments.push_back(e.path());
+  }
+  std::sort(segments.begin(), segments.end());
+  REQUIRE(segments.size() >= 2);
+  const auto active = segments.back();
+  const auto size = std::filesystem::file_size(active);
+  auto has_lost_line = [](const partition_log& log) {
+    for (const auto& w : log.last_recovery().warnings) {
+      if (w.find("below the recovery point 200") != std::string::npos && w.find("acknowledged records were lost") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  SUBCASE("the active segment cut to nothing") {
+    std::filesystem::resize_file(active, 0);
+    auto log = partition_log::open(*fs, path, small_segments(), clock);
+    REQUIRE(log.ok());
+    CHECK(log.value()->log_end_offset().value() < 200);
+    CHECK(has_lost_line(*log.value()));
+  }
+  SUBCASE("the active segment cut at a batch boundary") {
+    const uint64_t batch_bytes = make_batch(4, 0, t0).size();
+    std::filesystem::resize_file(active, size - batch_bytes);
+    auto log = partition_log::open(*fs, path, small_segments(), clock);
+    REQUIRE(log.ok());
+    CHECK(log.value()->log_end_offset().value() == 196);
+    CHECK(has_lost_line(*log.value()));
+  }
+  SUBCASE("nothing cut: no such line") {
+    auto log = partition_log::open(*fs, path, small_segments(), clock);
+    REQUIRE(log.ok());
+    CHECK(log.value()->log_end_offset().value() == 200);
+    CHECK_FALSE(has_lost_line(*log.value()));
+  }
+  SUBCASE("cut above the recovery point, below the high watermark: records never durable here, no loss claimed") {
+    // A crash before the flush (or a follower's truncation before its next checkpoint) leaves a
+    // checkpointed high watermark above what this replica made durable: no damage to report.
+    const std::string rp = path + "/recovery-point-offset-checkpoint";
+    std::string text;
+    {
+      std::ifstream in(rp);
+      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    const auto at = text.rfind(" 200");
+    REQUIRE(at != std::string::npos);
+    text.replace(at, 4, " 100");
+    std::ofstream(rp, std::ios::trunc) << text;
+    std::filesystem::remove(path + "/clean-shutdown");
+    const uint64_t batch_bytes = make_batch(4, 0, t0).size();
+    std::filesystem::resize_file(active, size - batch_bytes);
+    auto log = partition_log::open(*fs, path, small_segments(), clock);
+    REQUIRE(log.ok());
+    CHECK(log.value()->log_end_offset().value() == 196);
+    for (const auto& w : log.value()->last_recovery().warnings) {
+      CHECK(w.find("were fdatasynced here and are gone") == std::string::npos);
+      CHECK(w.find("were on disk and are gone") == std::string::npos);   // the old claim
+    }
+  }
+}
+
 TEST_CASE("timestamp lookup: non-monotonic timestamps inside a batch, and past the end is none") {
   io::sim_file_system fs;
   base::manual_clock clock(t0);
@@ -218,6 +301,66 @@ TEST_CASE("bad batches are refused and nothing stored changes") {
   CHECK(big.error().message.find("max.message.bytes") != std::string::npos);
   CHECK(l.log_end_offset().value() == 1);
   CHECK(l.size_bytes() == make_batch(1, 1, t0).size());
+}
+
+TEST_CASE("a read ends before a damaged stored batch; a read at it fails naming where; nothing changes") {
+  // The breaker of session 40: a damaged batch_length in a sealed segment failed every read
+  // through it, from offset 0 too, instead of answering the batches before it (as Kafka does).
+  test::temp_dir dir;
+  auto fs = io::make_posix_file_system();
+  base::manual_clock clock(t0);
+  auto log = partition_log::open(*fs, dir.path() + "/d-0", small_segments(), clock);
+  REQUIRE(log.ok());
+  auto& l = *log.value();
+  for (int b = 0; b < 100; ++b) REQUIRE(l.append(make_batch(2, b, t0), model::leader_epoch{0}).ok());
+  REQUIRE(l.flush().ok());
+  const auto segs = l.segments();
+  REQUIRE(segs.size() >= 3);
+  const int64_t end = l.log_end_offset().value();
+  const uint64_t batch_bytes = make_batch(2, 0, t0).size();
+  auto damage = [&](const segment_info& seg, uint64_t position, std::array<std::byte, 4> length) {
+    auto f = fs->open(dir.path() + "/d-0/" + segment_file_stem(seg.base_offset) + ".log", io::open_mode::read_write);
+    REQUIRE(f.ok());
+    REQUIRE(f.value()->write_at(model::file_position{position + 8}, length).ok());
+  };
+  auto contiguous_from_zero = [](const read_result& r) {
+    int64_t expect = 0;
+    for (const auto& rec : records_of(r, model::offset{0})) {
+      if (rec.record_offset.value() != expect++) return false;
+    }
+    return expect == r.next_offset.value();
+  };
+  SUBCASE("a batch_length that does not decode, first batch of a sealed segment") {
+    damage(segs[1], 0, {std::byte{0xff}, std::byte{0xff}, std::byte{0xff}, std::byte{0xff}});
+    const int64_t at = segs[1].base_offset.value();
+    auto before = l.read(model::offset{0}, 1 << 20, model::offset{end});
+    REQUIRE(before.ok());
+    CHECK(before->next_offset.value() == at);
+    CHECK(contiguous_from_zero(before.value()));
+    auto ranges = l.read_file_ranges(model::offset{0}, 1 << 20, model::offset{end});
+    REQUIRE(ranges.ok());
+    CHECK(ranges->next_offset.value() == at);
+    auto at_damage = l.read(model::offset{at}, 1 << 20, model::offset{end});
+    REQUIRE(!at_damage.ok());
+    CHECK(at_damage.error().code == errc::corrupt_message);
+    CHECK(at_damage.error().message.find("file position 0") != std::string::npos);
+  }
+  SUBCASE("a batch_length past the segment's end, inside a sealed segment") {
+    damage(segs[0], 5 * batch_bytes, {std::byte{0}, std::byte{1}, std::byte{0}, std::byte{0}});  // 65536
+    auto before = l.read(model::offset{0}, 1 << 20, model::offset{end});
+    REQUIRE(before.ok());
+    CHECK(before->next_offset.value() == 10);   // never past the damage into the next segment
+    CHECK(contiguous_from_zero(before.value()));
+    auto at_damage = l.read(model::offset{10}, 1 << 20, model::offset{end});
+    REQUIRE(!at_damage.ok());
+    CHECK(at_damage.error().code == errc::corrupt_message);
+    CHECK(at_damage.error().message.find("runs past the segment's end") != std::string::npos);
+  }
+  // Nothing stored changed: the same segments, sizes and end.
+  CHECK(l.log_end_offset().value() == end);
+  const auto after = l.segments();
+  REQUIRE(after.size() == segs.size());
+  for (size_t i = 0; i < segs.size(); ++i) CHECK(after[i].size_bytes == segs[i].size_bytes);
 }
 
 TEST_CASE("O_DIRECT appends: aligned block rewrites, padding cut at roll and close, recovery after an unclean stop") {

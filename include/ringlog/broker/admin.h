@@ -75,6 +75,10 @@ struct partition_description {
   /// This node holds an open replica of the partition: the figures above and below are its own
   /// (/metrics shows only these partitions; a replica removed here takes its series with it).
   bool replica_here = false;
+  /// Why this node's replica is offline (its files did not open: partition_stats::open_failure),
+  /// empty otherwise. When this node is the leader the partition has none that serves: `leader`
+  /// is -1 (Kafka's Metadata says LEADER_NOT_AVAILABLE, REST counts it offline).
+  std::string offline_reason;
   /// The log cleaner's figures (compacted topics; zero and -1 otherwise).
   struct cleaner_figures {
     double dirty_ratio = 0.0;            // dirty / (clean + dirty) bytes of the cleanable range

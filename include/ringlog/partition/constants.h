@@ -12,6 +12,9 @@ namespace ringlog::partition {
 /// metadata publisher applies entries and answers their writers there.
 inline constexpr size_t controller_shard = 0;
 
+/// Stray log directories of one name a restart moves aside ("<name>.<id>-stray", then ".1" to
+/// ".16"): each sweep keeps every copy, and past this many the directory is left in place with a line.
+inline constexpr int max_stray_copies = 16;
 /// How long a group coordinator's write to __consumer_offsets waits for the in-sync replicas
 /// (Kafka's offsets.commit.timeout.ms default).
 inline constexpr int64_t internal_append_timeout_ms = 5000;

@@ -307,10 +307,14 @@ void metadata_publisher<View>::open_held_partitions(const topic_ptr& topic, std:
     // Said where an operator looks: the partition stays offline on this broker (its other
     // partitions open), which clients only see as "not opened yet" (the breaker of session 24:
     // an emptied checkpoint file took a partition offline with nothing logged).
-    if (!opened.ok() && log_) {
-      log_(false, "partition " + topic->name() + "-" + std::to_string(held[i]) +
-                      ": cannot open its replica on this broker (" + opened.error().message +
-                      "); it stays offline here until that is repaired and the broker restarted");
+    if (!opened.ok()) {
+      // Kept where every door reads it (broker::no_replica_here, describe_topic): offline here.
+      topic->partitions[p]->set_open_failure(opened.error().message);
+      if (log_) {
+        log_(false, "partition " + topic->name() + "-" + std::to_string(held[i]) +
+                        ": cannot open its replica on this broker (" + opened.error().message +
+                        "); it stays offline here until that is repaired and the broker restarted");
+      }
     }
     return opened;
   };

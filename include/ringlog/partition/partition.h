@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,6 +59,18 @@ struct partition_stats {
   /// from now on finds it (set by open_partition_on_shard, cleared when the replica is dropped).
   /// The metadata view names a partition before the reconcile step that opens it has run.
   std::atomic<bool> open_here{false};
+  /// Why this node's replica could not be opened from its files (damaged ones: the breaker of
+  /// session 40 saw such a partition reported healthy and empty), empty when it opened or was not
+  /// tried. Non-empty: the replica is offline here, and every door says so (Kafka's offline
+  /// replica on a failed log directory: KAFKA_STORAGE_ERROR, LEADER_NOT_AVAILABLE in Metadata).
+  void set_open_failure(std::string why) {
+    std::lock_guard lock(open_failure_mutex_);
+    open_failure_ = std::move(why);
+  }
+  [[nodiscard]] std::string open_failure() const {
+    std::lock_guard lock(open_failure_mutex_);
+    return open_failure_;
+  }
   std::atomic<uint64_t> size_bytes{0};
   // The log cleaner (compaction.h), for compacted topics.
   std::atomic<int64_t> cleaner_dirty_ratio_ppm{0};        // dirty / (clean + dirty), parts per million
@@ -82,7 +95,12 @@ struct partition_stats {
       f->store(0, std::memory_order_relaxed);
     }
     cleaner_last_clean_ms.store(-1, std::memory_order_relaxed);
+    set_open_failure({});
   }
+
+ private:
+  mutable std::mutex open_failure_mutex_;
+  std::string open_failure_;
 };
 
 struct fetch_waiter {

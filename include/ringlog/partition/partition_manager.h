@@ -3,7 +3,8 @@
 // shard here): the map of the shard's partitions, the deadlines of the fetches parked on them,
 // the reads kept for fetches of the same records (recent_read) and the maintenance tick
 // (retention, checkpoints, the shard's log cleaner passes), and the replicas' directories: opened
-// (or created) with their partition.metadata, removed, and the stray ones of a restart deleted.
+// (or created) with their partition.metadata, removed, and the stray ones of a restart moved
+// aside or deleted.
 // Touched only on its shard's thread; the broker owns one per shard and hands it the partitions'
 // images (apply_partition_state: leaderships begun and ended go to the leadership_observer).
 
@@ -112,13 +113,16 @@ struct log_directory {
 };
 
 /// Start-up, once the broker caught up with the metadata (never before: an image behind the
-/// quorum's would take a new topic's directory for a stray one), before its replicas open: deletes
-/// every directory of `dir` whose partition.metadata names a topic id that `image` has no topic
-/// of (the topic was deleted, or deleted and re-created, while this broker was down), or a topic
-/// of `image` whose partition there does not list `node_id` among its replicas (a reassignment
-/// removed it while this broker was down). Each deletion is logged, naming the directory and
-/// why. Directories without a readable partition.metadata are left alone. Kafka's counterpart:
-/// LogManager's stray-log removal (KAFKA-14616, KIP-858).
+/// quorum's would take a new topic's directory for a stray one), before its replicas open: moves
+/// aside (renames to "<name>.<topic id>-stray", never deletes: Kafka's LogManager does so) every
+/// directory of `dir` whose partition.metadata names a topic id that `image` has no topic of (the
+/// topic was deleted while this broker was down) unless its name is a partition `node_id` hosts
+/// (then open_replica keeps it offline: a re-created topic's predecessor or a damaged file, the
+/// image cannot tell), and deletes those of a topic of `image` whose partition there does not list
+/// `node_id` among its replicas (a reassignment removed it while this broker was down). Each is
+/// logged, naming the directory and why. Directories without a readable partition.metadata, and
+/// those moved aside before, are left alone. Kafka's counterpart: LogManager's stray-log handling
+/// (KAFKA-14616, KIP-858).
 void remove_stray_replicas(const log_directory& dir, const controller::metadata_image& image, int32_t node_id);
 
 /// The text of partition.metadata for `topic_id` (Kafka's PartitionMetadataFile, version 0).
@@ -176,8 +180,10 @@ class partition_manager {
   /// (Kafka's LogManager.getOrCreateLog), then applies `state` (apply_partition_state: a
   /// leadership or a following) and marks it open in `stats`. A directory whose
   /// partition.metadata names another topic id (a topic deleted or re-created before a crash let
-  /// its removal finish) is deleted first, as is one without it when `fresh` (a new partition:
-  /// ringlog before topic ids left none). Errors: kafka_storage_error, the log's own.
+  /// its removal finish, or a damaged file) or does not parse is refused (kafka_storage_error
+  /// naming the file, both ids and the repair) with its files kept; one without it is deleted
+  /// first when `fresh` (a new partition: ringlog before topic ids left none). Errors:
+  /// kafka_storage_error, the log's own.
   result<void> open_replica(const std::string& topic, const controller::uuid& topic_id, int32_t partition,
                             const storage::log_config& log_config, std::shared_ptr<partition_stats> stats,
                             const controller::partition_image& state, bool fresh);

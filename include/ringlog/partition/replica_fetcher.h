@@ -31,6 +31,8 @@
 #include "ringlog/partition/partition.h"
 #include "ringlog/protocol/messages.h"
 #include "ringlog/rpc/transport.h"
+#include "ringlog/runtime/constants.h"
+#include "ringlog/runtime/log_rate_limit.h"
 #include "ringlog/runtime/shard_runtime.h"
 
 namespace ringlog::partition {
@@ -171,6 +173,9 @@ class replica_fetcher {
   rpc::transport* cluster_transport_;
   const std::atomic<bool>& stopping_;
   replica_fetch_server& leader_side_;
+  /// "cannot append what leader N sent" is logged at most once per interval per partition: the
+  /// follower retries at once and refused the same records 100 times in 10 s (session 40).
+  runtime::log_rate_limit append_failures_{runtime::constants::repeated_warning_interval_ms};
   /// Timers hold a weak reference: one that fires after the fetcher is gone does nothing.
   std::shared_ptr<int> lifetime_ = std::make_shared<int>(0);
 };

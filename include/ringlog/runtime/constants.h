@@ -25,6 +25,10 @@ inline constexpr int64_t shard_loop_lag_probe_interval_ms = 10;
 /// retrying in a loop fails thousands a minute, and one line per 10 s still shows the cause and
 /// that it goes on.
 inline constexpr int64_t tls_handshake_warning_interval_ms = 10'000;
+/// The same for other warnings a peer can repeat at will, per reason (log_rate_limit): a client
+/// cutting frames short (the breaker of session 40: 200 lines for 200 cut frames), a follower
+/// refusing its leader's records on every retry (100 lines in 10 s).
+inline constexpr int64_t repeated_warning_interval_ms = 10'000;
 
 /// At a controlled shutdown a TLS connection (the Kafka listeners', https://'s, the cluster
 /// listener's) sends TLS's close_notify and waits this long for the peer's before the TCP close,

@@ -28,8 +28,8 @@ class log_rate_limit {
   bool admit(const std::string& cause, uint64_t& suppressed) {
     const auto now = std::chrono::steady_clock::now();
     std::lock_guard lock(mutex_);
-    // Bounded: causes are OpenSSL's reasons, a short list; past this many the map starts over
-    // (each cause then gets one line again).
+    // Bounded: causes are a short list (OpenSSL's reasons, read errors, partition names); past
+    // this many the map starts over (each cause then gets one line again).
     if (causes_.size() >= causes_tracked_max) causes_.clear();
     auto [it, fresh] = causes_.try_emplace(cause, cause_state{now, 0});
     if (!fresh && now - it->second.last_line < interval_) {
@@ -58,6 +58,14 @@ inline std::string handshakes_not_logged(uint64_t suppressed) {
   if (suppressed == 0) return {};
   return " (" + std::to_string(suppressed) + " more failed TLS handshakes on this listener not logged since the last "
          "line of this reason; at most one line per reason per " + std::to_string(constants::tls_handshake_warning_interval_ms / 1000) + " s)";
+}
+
+/// The text a rate-limited line of another kind ends with: how many `what` were left out before
+/// it (empty when none was), at most one line per reason per `interval_ms`.
+inline std::string not_logged(uint64_t suppressed, const std::string& what, int64_t interval_ms) {
+  if (suppressed == 0) return {};
+  return " (" + std::to_string(suppressed) + " more " + what + " not logged since the last line of this reason; at "
+         "most one line per reason per " + std::to_string(interval_ms / 1000) + " s)";
 }
 
 }  // namespace ringlog::runtime

@@ -152,7 +152,11 @@ class partition_log {
   /// Reads whole batches from the one holding `start` up to about `max_bytes` (at least one batch
   /// is returned if any exists below `max_offset`, even when larger), never a batch whose base
   /// offset is >= `max_offset` (exclusive; pass the high watermark for consumers).
-  /// Errors: offset_out_of_range (the message names log_start_offset and log_end_offset).
+  /// Stored damage (a batch header that does not decode, a batch running past its segment's end)
+  /// ends the read before it; a read whose first batch is damaged fails. The batches' CRCs are
+  /// not checked here (the reader does: decode, or a Kafka client). Nothing stored is changed.
+  /// Errors: offset_out_of_range (the message names log_start_offset and log_end_offset),
+  /// corrupt_message (the first batch is damaged: the message names segment and file position).
   result<read_result> read(model::offset start, size_t max_bytes, model::offset max_offset);
   /// The batches read() would return, as file ranges instead of bytes: the same batches, limits
   /// and errors, but only the headers are read. Each range holds its segment's file open
@@ -308,7 +312,8 @@ class partition_log {
   [[nodiscard]] bool active_past_segment_ms(int64_t now_ms) const;
   /// The walk shared by read() and read_file_ranges(): calls `take(segment, batch)` for each whole
   /// batch from the one holding `start`, below `max_offset`, while `taken_bytes + batch size`
-  /// stays within `max_bytes` (the first batch always). Errors: offset_out_of_range, storage.
+  /// stays within `max_bytes` (the first batch always), ending before stored damage (read()).
+  /// Errors: offset_out_of_range, corrupt_message (damage at the first batch), storage.
   result<model::offset> walk_batches(model::offset start, size_t max_bytes, model::offset max_offset,
                                      const std::function<result<void>(segment&, const located_batch&)>& take);
   /// Writes one validated batch (offsets and epoch already set) to the active segment.
