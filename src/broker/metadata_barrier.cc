@@ -111,7 +111,11 @@ void metadata_barrier::ask_quorum_leader() {
           };
           // The leader did not answer (moved, unreachable): plan against this image, as before.
           if (high_watermark <= 0) return run_all();
-          metadata_.apply_queue().await_applied(high_watermark - 1, [run_all](result<void>) { run_all(); });
+          // A reader's wait (await_applied_through): the entry at high_watermark - 1 is not this
+          // barrier's, and await_applied would take the reason of a refused one from the writer
+          // that proposed it, who then waited metadata_write_timeout_ms for it.
+          metadata_.apply_queue().await_applied_through(high_watermark - 1, metadata_write_timeout_ms,
+                                                        [run_all](bool) { run_all(); });
         });
       });
 }

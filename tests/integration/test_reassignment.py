@@ -10,6 +10,7 @@ cancelled. Every wait polls with a deadline.
 import struct
 import subprocess
 import threading
+import time
 
 import requests
 
@@ -345,5 +346,65 @@ def test_a_replica_moved_away_takes_its_metrics_series_with_it(ringlog_bin, tmp_
         for n in c.nodes:
             if n is not target:
                 assert partition_series(n, "metered") == [], n.node_id
+    finally:
+        c.stop()
+
+
+# Two plans of one partition at once: well under metadata_write_timeout_ms (30 s), which each
+# admin call of a node that is not the active controller waited after a refused metadata entry.
+CONFLICT_ANSWER_S = 10.0
+CONFLICT_ROUNDS = 16
+
+
+def reorder_at_once(nodes, topic, partition, target):
+    """PATCHes `target` as the replicas of the partition at every node of `nodes` at the same
+    moment; {node_id: (HTTP status or the exception's name, seconds taken)}."""
+    start = threading.Barrier(len(nodes))
+    answers = {}
+
+    def ask(node):
+        start.wait(timeout=10)
+        t0 = time.monotonic()
+        try:
+            r = requests.patch(node.v3(f"/topics/{topic}/partitions/{partition}/reassignment"),
+                               json={"replicas": target}, timeout=CONFLICT_ANSWER_S)
+            answers[node.node_id] = (r.status_code, time.monotonic() - t0)
+        except requests.RequestException as e:
+            answers[node.node_id] = (type(e).__name__, time.monotonic() - t0)
+
+    threads = [threading.Thread(target=ask, args=(n,)) for n in nodes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=CONFLICT_ANSWER_S + 15)
+    return answers
+
+
+def test_two_plans_of_one_partition_at_once_answer_promptly_on_a_node_that_is_not_the_controller(ringlog_bin, tmp_path):
+    # The active controller and another voter are asked at once to reorder one partition's
+    # replicas (no data moves). The other plans behind its metadata barrier against the image
+    # before the controller's change and forwards its entry in an Envelope (KIP-590); that entry
+    # names the partition epoch the first changed and is refused when applied, and the retry
+    # passes the barrier again. The refused entry, the log's last, was never counted as applied
+    # there, so that barrier (and every later admin call at that node) waited 30 s for it
+    # (session 41: a decommission, a rebalance cancel and a topic creation each answered 30 s late).
+    c = Cluster(tmp_path).start()
+    try:
+        controller = wait_until(c.controller, FAILOVER_DEADLINE_S, "one quorum leader")
+        other = c.node(next(n for n in (1, 2, 3) if n != controller))
+        r = create_topic(c.node(controller), "twice", partitions=1, replication_factor=3)
+        assert r.status_code == 201, r.text
+        wait_until(lambda: len(replicas_of(other, "twice", 0)) == 3, SESSION_DEADLINE_S, "every node knows the topic")
+        for round_ in range(CONFLICT_ROUNDS):
+            target = [1, 2, 3][round_ % 3 + 1:] + [1, 2, 3][:round_ % 3 + 1]
+            answers = reorder_at_once([c.node(controller), other], "twice", 0, target)
+            assert all(a[0] == 200 for a in answers.values()), (round_, target, answers)
+            # A later call at the other node passes its barrier, behind whichever entry was refused.
+            t0 = time.monotonic()
+            r = requests.patch(other.v3("/topics/twice/partitions/0/reassignment"), json={"replicas": target},
+                               timeout=CONFLICT_ANSWER_S)
+            assert r.status_code == 200, r.text
+            assert time.monotonic() - t0 < CONFLICT_ANSWER_S
+            wait_until(lambda: reassignments(other, "twice") == {}, MOVE_DEADLINE_S, "the reorder complete")
     finally:
         c.stop()

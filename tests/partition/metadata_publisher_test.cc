@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../broker/test_runtime.h"
+#include "ringlog/partition/constants.h"
 #include "ringlog/partition/metadata_publisher_impl.h"
 
 namespace ringlog::partition {
@@ -134,6 +135,47 @@ TEST_CASE("the publisher applies, publishes and answers entries over a view that
     auto refused = apply_one(runtime, publisher, 2);
     CHECK_FALSE(refused.ok());
     CHECK(heard.back() == std::pair<int64_t, bool>{2, true});
+  }
+
+  SUBCASE("a refused entry at the log's end is settled here: a wait through it ends without a later entry") {
+    // Two plans of one partition at once (a reassignment forwarded by a node that is not the
+    // active controller, and the controller's own): the second names a partition epoch the first
+    // changed and is refused. The metadata barrier of the forwarding node waits through the
+    // quorum's high watermark - 1, that refused entry: it waited metadata_write_timeout_ms, until
+    // a later entry came (each admin call of that node 30 s late, session 41).
+    host.refuse = true;
+    auto refused = apply_one(runtime, publisher, 1);   // its writer hears why at once
+    REQUIRE_FALSE(refused.ok());
+    CHECK(publisher.apply_queue().applied_end() == 2);
+    std::optional<bool> heard;
+    runtime.post(controller_shard, [&] {
+      publisher.apply_queue().await_applied_through(1, metadata_write_timeout_ms, [&](bool applied) { heard = applied; });
+    });
+    runtime.wait_idle();   // no time passes
+    CHECK(heard == std::optional<bool>(true));
+    host.refuse = false;   // a later entry applies as before
+    host.records.clear();
+    CHECK(apply_one(runtime, publisher, 2).ok());
+    CHECK(publisher.apply_queue().applied_end() == 3);
+  }
+
+  SUBCASE("a writer asking after its refused entry was settled still hears why") {
+    // The forwarding node may apply the refusal before the Envelope's answer brings the offset.
+    host.refuse = true;
+    runtime.post(controller_shard, [&] {
+      const std::vector<uint8_t> payload{0};
+      const controller::committed_entry entry{.offset = 1, .payload = payload};
+      publisher.apply(std::span(&entry, 1));
+    });
+    runtime.wait_idle();
+    CHECK(publisher.apply_queue().applied_end() == 2);
+    std::optional<result<void>> outcome;
+    runtime.post(controller_shard, [&] {
+      publisher.apply_queue().await_applied(1, [&](result<void> r) { outcome = std::move(r); });
+    });
+    runtime.wait_idle();
+    REQUIRE(outcome.has_value());
+    CHECK_FALSE(outcome->ok());
   }
 
   SUBCASE("a record the host cannot read refuses the whole entry, naming its offset") {

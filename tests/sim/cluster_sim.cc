@@ -84,6 +84,10 @@
 // and reassignments. One more check at the end: each serving node's budget charges exactly the
 // sealed segments its disk holds.
 //
+// --admin-conflicts adds a check after the others (admin_conflicts): the active controller and
+// another node asked at once to reorder one partition's replicas, the other's forwarded entry
+// refused for the partition epoch the first changed; every answer within admin_conflict_answer_ms.
+//
 // Not covered yet: consumer groups (and TxnOffsetCommit), disk failures during start-up,
 // ListOffsets, random faults overlapping (only the cascade stacks them), clock drift (skew is a
 // constant offset per node; --clock-steps steps the wall clock only, never the monotonic one).
@@ -131,6 +135,10 @@ constexpr int64_t cut_off_grace_ms = 2'000;
 constexpr int64_t replica_lag_time_max_ms = 5'000;
 /// How often the end of the run asks whether the reassignments completed.
 constexpr int64_t reassignment_poll_ms = 500;
+/// --admin-conflicts: rounds of two plans of one partition at once, and the bound on each answer:
+/// well below metadata_write_timeout_ms (30 s), which a stalled write waited before it answered.
+constexpr int admin_conflict_rounds = 4;
+constexpr int64_t admin_conflict_answer_ms = 5'000;
 /// Start-up of the whole cluster must end within this long.
 constexpr int64_t start_up_ms = 60'000;
 constexpr const char* topic = "sim";
@@ -174,6 +182,7 @@ struct options {
   bool disk_failures = false;  // --disk-failures: a failed write halts a node (log_dir_failure.h)
   bool segment_budget = false; // --segment-budget: time rolls against a small sealed-segment budget
   bool slow_fetches_after_heal = false;   // --slow-fetches-after-heal: a healed isolated node reads metadata late
+  bool admin_conflicts = false;   // --admin-conflicts: two plans of one partition at once at the end
 };
 
 /// A node's clock: the world's plus a constant skew (--clock-skew); its wall clock (now_ms)
@@ -244,6 +253,7 @@ class simulation final : public sim::sim_cluster {
     if (!failed_) read_back();
     if (!failed_ && txns_) txns_->check_final(final_);
     if (!failed_) replicas_agree();
+    if (!failed_ && opt_.admin_conflicts) admin_conflicts();
     if (txns_) out_.workloads += txns_->summary();
     if (!failed_ && opt_.segment_budget) budgets_match_disk();
     if (reassignments_) {
@@ -920,6 +930,69 @@ class simulation final : public sim::sim_cluster {
     *poll = nullptr;
   }
 
+  /// --admin-conflicts, after the final checks (the cluster healed and quiet): in each round the
+  /// active controller and another node are asked at the same instant to reorder one partition's
+  /// replicas the same way (no data moves, the replica set stays). The other node plans behind its
+  /// metadata barrier against the image before the controller's change and forwards its entry in
+  /// an Envelope; it names the partition epoch the first changed and is refused when applied, and
+  /// its retry passes the barrier again. Every answer, and a third call at the other node after
+  /// both, must come within admin_conflict_answer_ms: a refused entry at the log's end held that
+  /// node's barrier for metadata_write_timeout_ms (session 41: each admin call 30 s late).
+  void admin_conflicts() {
+    for (int round = 0; round < admin_conflict_rounds && !failed_; ++round) {
+      const int32_t p = round % partitions_;
+      int controller = -1;
+      until([&] {
+        const int n = random_serving();
+        controller = n < 0 ? -1 : nodes_[n].b->admin().controller_id();
+        return controller > 0 && serving(controller) != nullptr;
+      }, liveness_ms);
+      std::vector<int> others;
+      for (int n : serving_nodes()) {
+        if (n != controller) others.push_back(n);
+      }
+      if (controller <= 0 || serving(controller) == nullptr || others.empty()) {
+        return fail("admin conflicts: no active controller and other serving node");
+      }
+      const int other = others[static_cast<size_t>(world_.uniform(0, static_cast<int64_t>(others.size()) - 1))];
+      std::optional<std::vector<int32_t>> current;
+      nodes_[controller].b->admin().describe_topic(topic, [&current, p](result<broker::topic_description> d) {
+        if (d.ok() && p < static_cast<int32_t>(d->partitions.size())) current = d->partitions[static_cast<size_t>(p)].replicas;
+      });
+      if (!until([&] { return current.has_value(); }, admin_conflict_answer_ms)) {
+        return fail("admin conflicts: the controller n" + std::to_string(controller) + " did not describe the topic");
+      }
+      std::vector<int32_t> target = *current;
+      std::rotate(target.begin(), target.begin() + 1, target.end());
+      admin_conflict_round(p, target, {controller, other}, other);
+    }
+  }
+
+  /// One round of admin_conflicts: `at` asked at once to move `p` to `target`, then `again`.
+  void admin_conflict_round(int32_t p, const std::vector<int32_t>& target, const std::vector<int>& at, int again) {
+    int answered = 0;
+    const auto ask = [&](int n) {
+      using answer = result<std::vector<broker::partition_reassignment_result>>;
+      world_.note("admin conflict: p" + std::to_string(p) + " reordered at n" + std::to_string(n));
+      nodes_[n].b->admin().alter_partition_reassignments(
+          {broker::partition_reassignment_target{topic, p, target}},
+          sim::answer_within<answer>(*this, admin_conflict_answer_ms, [this, &answered, n, p](std::optional<answer> a) {
+            if (!a) {
+              return fail("admin conflicts: a reassignment of p" + std::to_string(p) + " at n" + std::to_string(n) +
+                          " was not answered within " + std::to_string(admin_conflict_answer_ms) + " ms");
+            }
+            world_.note("admin conflict: n" + std::to_string(n) + " answered " +
+                        (a->ok() ? std::string("ok") : a->error().message));
+            ++answered;
+          }));
+    };
+    for (int n : at) ask(n);
+    until([&] { return answered == static_cast<int>(at.size()); }, admin_conflict_answer_ms + 1);
+    if (failed_) return;
+    ask(again);
+    until([&] { return answered == static_cast<int>(at.size()) + 1; }, admin_conflict_answer_ms + 1);
+  }
+
   /// Before the read back: every produce sent to a node still running the incarnation it was
   /// sent to is answered (a late acknowledgement after the read back of its partition would be
   /// judged lost: seed 41 with --clock-steps acknowledged the workload's last produce 2 ms after
@@ -1130,7 +1203,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: cluster_sim (--seed S | --seeds N [--start S] | --replay-check S) [--nodes 3..5] "
                "[--transactions] [--reassignment] [--clock-skew] [--clock-steps] [--disk-failures] [--segment-budget] "
-               "[--slow-fetches-after-heal] [--expect-violation] "
+               "[--slow-fetches-after-heal] [--admin-conflicts] [--expect-violation] "
                "[--verbose]\n");
   return 2;
 }
@@ -1158,7 +1231,8 @@ int main(int argc, char** argv) {
                                               {"--clock-steps", &opt.clock_steps},
                                               {"--disk-failures", &opt.disk_failures},
                                               {"--segment-budget", &opt.segment_budget},
-                                              {"--slow-fetches-after-heal", &opt.slow_fetches_after_heal}};
+                                              {"--slow-fetches-after-heal", &opt.slow_fetches_after_heal},
+                                              {"--admin-conflicts", &opt.admin_conflicts}};
   for (int a = 1; a < argc; ++a) {
     if (auto f = with_value.find(argv[a]); f != with_value.end() && a + 1 < argc) {
       f->second(std::strtoull(argv[++a], nullptr, 10));
@@ -1196,11 +1270,12 @@ int main(int argc, char** argv) {
         std::printf("expected violation found at seed %" PRIu64 ": %s\n", s, o.rule.c_str());
         return 0;
       }
-      std::printf("FAILED: seed %" PRIu64 " (replay: cluster_sim --seed %" PRIu64 " --nodes %d%s%s%s%s%s%s%s)\n", s, s,
+      std::printf("FAILED: seed %" PRIu64 " (replay: cluster_sim --seed %" PRIu64 " --nodes %d%s%s%s%s%s%s%s%s)\n", s, s,
                   opt.nodes, opt.transactions ? " --transactions" : "", opt.reassignment ? " --reassignment" : "",
                   opt.clock_skew ? " --clock-skew" : "", opt.clock_steps ? " --clock-steps" : "",
                   opt.disk_failures ? " --disk-failures" : "", opt.segment_budget ? " --segment-budget" : "",
-                  opt.slow_fetches_after_heal ? " --slow-fetches-after-heal" : "");
+                  opt.slow_fetches_after_heal ? " --slow-fetches-after-heal" : "",
+                  opt.admin_conflicts ? " --admin-conflicts" : "");
       return 1;
     }
   }

@@ -28,8 +28,10 @@ class metadata_apply_queue {
       : runtime_(runtime), shard_(shard), node_id_(node_id) {}
 
   /// Queues `work` for the entry at `offset` (offsets ascend; a record-less control entry's
-  /// job too, so the end moves past it) and runs it now when no job runs.
-  void push(int64_t offset, job work);
+  /// job too, so the end moves past it) and runs it now when no job runs. `then`, when set,
+  /// hears the job's own outcome once it is done, before any later job runs (start-up's job,
+  /// whose offset may be a refused entry's: a wait by offset could take that entry's reason).
+  void push(int64_t offset, job work, std::function<void(result<void>)> then = {});
   /// Every entry below this offset is applied and its job done here (0: none).
   [[nodiscard]] int64_t applied_end() const { return applied_end_; }
   /// `done` once the entry at `offset` is applied here: ok (also when its job failed for
@@ -43,12 +45,16 @@ class metadata_apply_queue {
   void await_applied_through(int64_t offset, int64_t timeout_ms, std::function<void(bool applied)> done);
   /// The entry at `offset` did not apply (a refused write, the same on every node): its waiters
   /// get `why`, or the first to come does (at most entry_failures_max kept, oldest dropped).
+  /// The entry is settled here all the same: applied_end() moves past it once the entries
+  /// before it are applied (a job that changes nothing), so a wait through it (the metadata
+  /// barrier's, when it is the log's last entry) does not last until a later entry comes.
   void entry_failed(int64_t offset, error why);
 
  private:
   struct queued {
     int64_t offset = 0;
     job work;
+    std::function<void(result<void>)> then;   // push's: the job's own outcome
   };
   struct waiter {
     uint64_t id = 0;
@@ -56,8 +62,9 @@ class metadata_apply_queue {
     std::function<void()> timed_out;   // unset: done hears request_timed_out
   };
   void run_next();
-  /// The job of `offset` ended with `outcome`: its waiters and every earlier one are answered.
-  void finish(int64_t offset, result<void> outcome);
+  /// The job of `offset` ended with `outcome`: its waiters and every earlier one are answered,
+  /// then its `then`.
+  void finish(int64_t offset, result<void> outcome, const std::function<void(result<void>)>& then);
   struct waiter;
   /// Adds `w` as a waiter of `offset`; after `timeout_ms`, if still waiting, it hears
   /// `timed_out()`, or without one request_timed_out through `done`.

@@ -155,8 +155,9 @@ class metadata_publisher final : public controller::quorum_state_machine {
   /// Makes `after` (the view after entry `offset`, which touched `touched`) the controller view
   /// and queues its job.
   void advance(std::shared_ptr<const View> after, std::vector<std::string> touched, int64_t offset);
-  /// Queues `job` in apply_queue_ (run_apply_job when its turn comes).
-  void enqueue_apply_job(apply_job job);
+  /// Queues `job` in apply_queue_ (run_apply_job when its turn comes); `then`, when set, hears
+  /// its outcome.
+  void enqueue_apply_job(apply_job job, std::function<void(result<void>)> then = {});
   /// Publishes `job`'s view, then reconciles the replicas (or opens them all at start-up);
   /// `finish` on the controller shard.
   void run_apply_job(const std::shared_ptr<apply_job>& job, std::function<void(result<void>)> finish);

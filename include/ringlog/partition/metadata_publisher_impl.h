@@ -107,9 +107,9 @@ void metadata_publisher<View>::open_all_partitions(std::function<void(result<voi
   job.offset = apply_queue_.applied_end() - 1;
   job.open_all = true;
   job.reconcile = true;
-  const int64_t offset = job.offset;
-  enqueue_apply_job(std::move(job));
-  apply_queue_.await_applied(offset, std::move(done));
+  // Its own outcome, not a wait by offset: the offset may be a refused entry's (the log's last),
+  // whose reason await_applied would answer.
+  enqueue_apply_job(std::move(job), std::move(done));
 }
 
 template <class View>
@@ -143,11 +143,11 @@ void metadata_publisher<View>::learn_peer_addresses(const controller::metadata_i
 }
 
 template <class View>
-void metadata_publisher<View>::enqueue_apply_job(apply_job job) {
+void metadata_publisher<View>::enqueue_apply_job(apply_job job, std::function<void(result<void>)> then) {
   const int64_t offset = job.offset;
   apply_queue_.push(offset, [this, job = std::make_shared<apply_job>(std::move(job))](auto done) {
     run_apply_job(job, std::move(done));
-  });
+  }, std::move(then));
 }
 
 template <class View>
