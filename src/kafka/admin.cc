@@ -107,6 +107,32 @@ void refuse_topic(protocol::create_topics_response_data::creatable_topic_result&
   slot.configs = std::nullopt;
 }
 
+/// One entry of a CreateTopics or CreatePartitions request to answer: `index` in the request.
+struct named_entry {
+  size_t index = 0;
+  bool duplicated = false;   ///< its name is given more than once in the request
+};
+
+/// The entries of a request naming topics (CreateTopics, CreatePartitions) to answer: one per
+/// distinct name, at its first place, in request order (as DeleteTopics answers a repeated name).
+/// A name given more than once is `duplicated`: Kafka's ControllerApis.createTopics and
+/// createPartitions (ZkAdminManager before them) answer it INVALID_REQUEST "Duplicate topic
+/// name." once, whatever the caller's rights, and do nothing for it. Bounded by the request.
+template <class Topics>
+std::vector<named_entry> distinct_named_entries(const Topics& topics) {
+  std::map<std::string_view, size_t> counts;
+  for (const auto& t : topics) ++counts[t.name];
+  std::set<std::string_view> seen;
+  std::vector<named_entry> out;
+  for (size_t i = 0; i < topics.size(); ++i) {
+    if (seen.insert(topics[i].name).second) out.push_back({i, counts.at(topics[i].name) > 1});
+  }
+  return out;
+}
+
+/// Kafka's message for a name given twice (ControllerApis).
+constexpr const char* duplicate_topic_name_message = "Duplicate topic name.";
+
 /// The names of the configs given with a null value, comma-separated in request order ("" = none).
 std::string null_config_names(const std::vector<protocol::create_topics_request_data::creatable_topic_config>& configs) {
   std::string names;
@@ -330,7 +356,8 @@ void handle_metadata(const request_context& ctx, protocol::metadata_request_data
 void handle_create_topics(const request_context& ctx, protocol::create_topics_request_data request) {
   using result_t = protocol::create_topics_response_data::creatable_topic_result;
   broker::broker& b = ctx.broker_api();
-  const size_t n = request.topics.size();
+  const auto entries = distinct_named_entries(request.topics);
+  const size_t n = entries.size();
   auto throttle = std::make_shared<std::atomic<int64_t>>(0);
   auto g = std::make_shared<gather<result_t>>(n, [ctx, throttle](std::vector<result_t>& results) {
     protocol::create_topics_response_data out;
@@ -340,9 +367,14 @@ void handle_create_topics(const request_context& ctx, protocol::create_topics_re
   });
   const bool strict_quota = ctx.api_version >= create_topics_strict_quota_version;
   for (size_t i = 0; i < n; ++i) {
-    auto& t = request.topics[i];
+    auto& t = request.topics[entries[i].index];
     result_t& slot = g->slot(i);
     slot.name = t.name;
+    if (entries[i].duplicated) {
+      refuse_topic(slot, error_code::invalid_request, duplicate_topic_name_message);
+      g->complete_one();
+      continue;
+    }
     // CREATE on the cluster, else on each topic (ControllerApis.createTopics), every door's rule.
     if (!broker::may_create_topic(b.security(), ctx.principal, ctx.client_host, t.name)) {
       ctx.log_denial(security::acl_action{security::resource_type::topic, t.name, security::acl_operation::create});
@@ -634,7 +666,8 @@ void handle_delete_topics(const request_context& ctx, protocol::delete_topics_re
 void handle_create_partitions(const request_context& ctx, protocol::create_partitions_request_data request) {
   using result_t = protocol::create_partitions_response_data::create_partitions_topic_result;
   broker::broker& b = ctx.broker_api();
-  const size_t n = request.topics.size();
+  const auto entries = distinct_named_entries(request.topics);
+  const size_t n = entries.size();
   auto throttle = std::make_shared<std::atomic<int64_t>>(0);
   auto g = std::make_shared<gather<result_t>>(n, [ctx, throttle](std::vector<result_t>& results) {
     protocol::create_partitions_response_data out;
@@ -644,8 +677,14 @@ void handle_create_partitions(const request_context& ctx, protocol::create_parti
   });
   const bool strict_quota = ctx.api_version >= create_partitions_strict_quota_version;
   for (size_t i = 0; i < n; ++i) {
-    const auto& t = request.topics[i];
+    const auto& t = request.topics[entries[i].index];
     g->slot(i).name = t.name;
+    if (entries[i].duplicated) {
+      g->slot(i).error_code = error_code::invalid_request;
+      g->slot(i).error_message = duplicate_topic_name_message;
+      g->complete_one();
+      continue;
+    }
     if (!ctx.authorized(security::resource_type::topic, t.name, security::acl_operation::alter)) {
       g->slot(i).error_code = error_code::topic_authorization_failed;
       g->slot(i).error_message = "ALTER on the topic is not allowed for " + ctx.principal.to_string();

@@ -948,6 +948,37 @@ def test_delete_topics_answers_a_repeated_name_or_id_once_and_deletes_nothing_of
                                  "dt-v5-dup": 0, "dt-v5-single": 3}
 
 
+def test_create_topics_and_partitions_answer_a_repeated_name_once_and_do_nothing_for_it(kbroker):
+    """Kafka's ControllerApis.createTopics and createPartitions (and ZkAdminManager before them): a topic
+    name given twice in one request is INVALID_REQUEST (42) "Duplicate topic name.", answered once, and
+    nothing is created for it; the other entries are served as usual. Here at the name's first place, in
+    request order, as DeleteTopics answers a repeated name.
+    Before: the first entry was served (the topic created, its partitions added) and the second answered
+    TOPIC_ALREADY_EXISTS / INVALID_PARTITIONS beside it."""
+    def new(name, partitions):
+        return {"Name": name, "NumPartitions": partitions, "ReplicationFactor": -1}
+    with kw.connect(kbroker.bootstrap) as s:
+        created = kafka_schema.exchange(s, "CreateTopics", 7, 1, {"TimeoutMs": 10000, "ValidateOnly": False, "Topics": [
+            new("ct-dup", 1), new("ct-single", 1), new("ct-dup", 2)]})
+    assert [(t["Name"], t["ErrorCode"]) for t in created["Topics"]] == [("ct-dup", 42), ("ct-single", 0)], created
+    assert created["Topics"][0]["ErrorMessage"] == "Duplicate topic name.", created
+    create(kbroker.bootstrap, "cp-dup")
+    with kw.connect(kbroker.bootstrap) as s:
+        grown = kafka_schema.exchange(s, "CreatePartitions", 3, 2, {"TimeoutMs": 10000, "ValidateOnly": False, "Topics": [
+            {"Name": "cp-dup", "Count": 2, "Assignments": None}, {"Name": "ct-single", "Count": 2, "Assignments": None},
+            {"Name": "cp-dup", "Count": 3, "Assignments": None}]})
+    assert [(t["Name"], t["ErrorCode"]) for t in grown["Results"]] == [("cp-dup", 42), ("ct-single", 0)], grown
+    assert grown["Results"][0]["ErrorMessage"] == "Duplicate topic name.", grown
+
+    def partition_counts():
+        with kw.connect(kbroker.bootstrap) as s:
+            answer = kafka_schema.exchange(s, "Metadata", 12, 3, {
+                "Topics": [{"Name": n} for n in ("ct-dup", "ct-single", "cp-dup")], "AllowAutoTopicCreation": False})
+        return {t["Name"]: (t["ErrorCode"], len(t["Partitions"])) for t in answer["Topics"]}
+    wait_until(lambda: partition_counts()["ct-single"] == (0, 2), 15, "ct-single's second partition")
+    assert partition_counts() == {"ct-dup": (3, 0), "ct-single": (0, 2), "cp-dup": (0, 1)}
+
+
 def test_metadata_v10_v11_refuse_topic_ids_and_null_names(kbroker):
     """Metadata v10-11 carry a topic id field but take no ids, and their topic names are not null:
     Kafka's KafkaApis.handleTopicMetadataRequest refuses a request naming a topic either way, and
