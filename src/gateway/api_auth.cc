@@ -83,7 +83,7 @@ bool met(const call_ptr& c, const route_requirement& requirement) {
 /// DELETE /v3/clusters/{c}/topics/{t} refused its DELETE: Kafka's DeleteTopics asks DESCRIBE,
 /// then whether the topic exists, then DELETE (ControllerApis.deleteTopics,
 /// broker::topic_deletion_rights_of, as the Kafka door does), so a missing topic the caller may
-/// DESCRIBE is unknown, not refused: answers the 404 40403 of a missing topic and returns true.
+/// DESCRIBE is unknown, not refused: answers the 404 40401 of a missing topic and returns true.
 /// False (nothing answered) on other routes, and for a topic that exists or that the caller may
 /// not DESCRIBE (refused whether it exists or not: never revealed).
 bool answered_missing_topic_to_delete(const call_ptr& c, std::string_view pattern) {
