@@ -71,16 +71,31 @@ void warn_if_capped(acceptor_socket& s, const acceptor_options& options) {
   }
 }
 
+/// Events of one kind counted between warnings, one warning per constants::accept_warning_interval_ms
+/// (the acceptor's warnings: a flood must not flood the log).
+struct interval_warning {
+  int64_t last_ms = -1;
+  uint64_t since_last = 0;   // events since the last warning, this one included once counted
+  /// Counts one event; true when a warning is due now (the caller logs since_last, then calls
+  /// logged).
+  bool count(int64_t now_ms) {
+    ++since_last;
+    return last_ms < 0 || now_ms - last_ms >= constants::accept_warning_interval_ms;
+  }
+  void logged(int64_t now_ms) {
+    last_ms = now_ms;
+    since_last = 0;
+  }
+};
+
 }  // namespace
 
 struct acceptor::impl {
   explicit impl(asio::io_context& context) : socket(context.get_executor()), retry(context.get_executor()) {}
   acceptor_socket socket;
   shard_timer retry;
-  int64_t last_warning_ms = -1;
-  uint64_t failures_since_warning = 0;
-  int64_t last_refusal_warning_ms = -1;   // connections refused at a limit: one line per interval
-  uint64_t refusals_since_warning = 0;
+  interval_warning out_of_resources;   // accepts failed for descriptors or memory
+  interval_warning refusals;           // connections refused at a limit
   std::atomic<size_t> held = 0;   // connections held for an ip's connection_creation_rate
 };
 
@@ -144,15 +159,13 @@ void acceptor::accept_next() {
 }
 
 void acceptor::back_off(const boost::system::error_code& ec) {
-  ++impl_->failures_since_warning;
   const int64_t now = steady_now_ms();
-  if (impl_->last_warning_ms < 0 || now - impl_->last_warning_ms >= constants::accept_warning_interval_ms) {
+  if (impl_->out_of_resources.count(now)) {
     spdlog::warn("msg=\"accept paused: out of resources\" listener={} error=\"{}\" limit=\"{}\" pause_ms={} "
                  "failures={} warning_interval_ms={}",
                  options_.name, ec.message(), limit_named(ec), constants::accept_backoff_ms,
-                 impl_->failures_since_warning, constants::accept_warning_interval_ms);
-    impl_->last_warning_ms = now;
-    impl_->failures_since_warning = 0;
+                 impl_->out_of_resources.since_last, constants::accept_warning_interval_ms);
+    impl_->out_of_resources.logged(now);
   }
   impl_->retry.expires_after(std::chrono::milliseconds(constants::accept_backoff_ms));
   impl_->retry.async_wait([self = shared_from_this()](boost::system::error_code wait_ec) {
@@ -164,15 +177,11 @@ void acceptor::warn_refused(const std::string& peer, std::string_view limit) {
   // One line per listener and accept_warning_interval_ms, with the count since the last one: a
   // flood of refused connects must not flood the log, and an operator must see the limit named
   // (refusals were only counted in ringlog_connections_refused_total, session 41's breaker).
-  ++impl_->refusals_since_warning;
   const int64_t now = steady_now_ms();
-  if (impl_->last_refusal_warning_ms >= 0 && now - impl_->last_refusal_warning_ms < constants::accept_warning_interval_ms) {
-    return;
-  }
+  if (!impl_->refusals.count(now)) return;
   spdlog::warn("msg=\"connections refused at a limit\" listener={} peer={} limit={} refused={} warning_interval_ms={}",
-               options_.name, peer, limit, impl_->refusals_since_warning, constants::accept_warning_interval_ms);
-  impl_->last_refusal_warning_ms = now;
-  impl_->refusals_since_warning = 0;
+               options_.name, peer, limit, impl_->refusals.since_last, constants::accept_warning_interval_ms);
+  impl_->refusals.logged(now);
 }
 
 bool acceptor::on_accepted(size_t shard, shard_socket socket) {
@@ -182,13 +191,11 @@ bool acceptor::on_accepted(size_t shard, shard_socket socket) {
     if (admitted.refused) {
       spdlog::debug("msg=\"connection refused\" listener={} peer={} reason={} delay_ms={}", options_.name,
                     peer_address(socket), connection_refusal_name(*admitted.refused), admitted.delay_ms);
-      if (*admitted.refused != connection_refusal::max_connection_creation_rate) {
-        warn_refused(peer_address(socket), connection_refusal_name(*admitted.refused));
-      }
       if (*admitted.refused == connection_refusal::max_connection_creation_rate) {
-        wait_then_admit(shard, std::move(socket), admitted.delay_ms);
+        wait_then_admit(shard, std::move(socket), admitted.delay_ms);   // held, not refused: no warning
         return false;
       }
+      warn_refused(peer_address(socket), connection_refusal_name(*admitted.refused));
       if (admitted.delay_ms > 0) hold_then_close(std::move(socket), admitted.delay_ms);
       return true;   // otherwise the socket closes as it goes out of scope
     }
