@@ -158,20 +158,17 @@ void group_service_impl::unload_partition(size_t shard, int32_t p) {
   // The requests its members wait on go to the next coordinator (Kafka's onResignation).
   const error moved{errc::not_coordinator, std::string(consumer_offsets_topic) + "-" + std::to_string(p) +
                                               " is no longer led here: find the group's coordinator again"};
-  for (const auto ticket : gone.joins) {
-    if (auto it = st.join_waiters.find(ticket); it != st.join_waiters.end()) {
-      auto done = std::move(it->second);
-      st.join_waiters.erase(it);
-      done(join_group_answer{moved, {}});
+  auto answer_moved = [&moved](auto& waiters, const std::vector<group::classic_ticket>& tickets) {
+    for (const auto ticket : tickets) {
+      if (auto it = waiters.find(ticket); it != waiters.end()) {
+        auto done = std::move(it->second);
+        waiters.erase(it);
+        done({moved, {}});   // a join_group_answer or sync_group_answer: the failure, no data
+      }
     }
-  }
-  for (const auto ticket : gone.syncs) {
-    if (auto it = st.sync_waiters.find(ticket); it != st.sync_waiters.end()) {
-      auto done = std::move(it->second);
-      st.sync_waiters.erase(it);
-      done(sync_group_answer{moved, {}});
-    }
-  }
+  };
+  answer_moved(st.join_waiters, gone.joins);
+  answer_moved(st.sync_waiters, gone.syncs);
   std::erase_if(st.instances, [&](const auto& entry) { return partition_of(entry.second.info.group_id) == p; });
 }
 
